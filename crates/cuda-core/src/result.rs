@@ -1,0 +1,469 @@
+//! The thin checked layer: one function per driver call, taking and returning Rust
+//! values, turning the return code into [`Result`]. This is the one place where
+//! return codes are checked; the safe types call these functions, never the raw
+//! function pointers.
+//!
+//! Functions that take raw pointers or handles whose validity the compiler cannot
+//! see are `unsafe`; each states what it needs.
+
+use std::ffi::{c_int, c_uint, c_void, CStr};
+use std::ptr;
+
+use cuda_sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUstream, CuResult, Driver};
+
+use crate::error::{DriverError, Error, Result};
+
+/// The process-wide driver, or why it cannot be loaded.
+#[inline]
+pub fn driver() -> Result<&'static Driver> {
+    cuda_sys::driver().map_err(Error::from)
+}
+
+/// Converts a driver return code.
+#[inline]
+pub fn check(code: CuResult) -> Result<()> {
+    if code == cuda_sys::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Driver(DriverError::new(code)))
+    }
+}
+
+pub(crate) fn error_name(d: &Driver, code: CuResult) -> Option<&'static str> {
+    let mut p = ptr::null();
+    // SAFETY: `p` is a valid out-pointer; the driver writes a pointer to a static
+    // string or leaves an error.
+    let rc = unsafe { (d.cuGetErrorName)(code, &mut p) };
+    static_str(rc, p)
+}
+
+pub(crate) fn error_string(d: &Driver, code: CuResult) -> Option<&'static str> {
+    let mut p = ptr::null();
+    // SAFETY: as in `error_name`.
+    let rc = unsafe { (d.cuGetErrorString)(code, &mut p) };
+    static_str(rc, p)
+}
+
+fn static_str(rc: CuResult, p: *const std::ffi::c_char) -> Option<&'static str> {
+    if rc != cuda_sys::CUDA_SUCCESS || p.is_null() {
+        return None;
+    }
+    // SAFETY: on success the driver returns a NUL-terminated string in its own static
+    // storage, alive while the library is loaded; the process-wide driver is never
+    // unloaded.
+    unsafe { CStr::from_ptr(p) }.to_str().ok()
+}
+
+/// `cuInit(0)`.
+pub fn init() -> Result<()> {
+    let d = driver()?;
+    // SAFETY: cuInit has no preconditions and may be called repeatedly.
+    check(unsafe { (d.cuInit)(0) })
+}
+
+/// `cuDriverGetVersion`, as (major, minor).
+pub fn driver_version() -> Result<(i32, i32)> {
+    let d = driver()?;
+    let mut v: c_int = 0;
+    // SAFETY: `v` is a valid out-pointer.
+    check(unsafe { (d.cuDriverGetVersion)(&mut v) })?;
+    Ok((v / 1000, (v % 1000) / 10))
+}
+
+/// `cuDeviceGetCount` (after `init`).
+pub fn device_count() -> Result<usize> {
+    let d = driver()?;
+    let mut n: c_int = 0;
+    // SAFETY: `n` is a valid out-pointer.
+    check(unsafe { (d.cuDeviceGetCount)(&mut n) })?;
+    Ok(n.max(0) as usize)
+}
+
+/// `cuDeviceGet`.
+pub fn device_get(ordinal: usize) -> Result<CUdevice> {
+    let d = driver()?;
+    let ordinal =
+        c_int::try_from(ordinal).map_err(|_| Error::InvalidDevice { ordinal, count: 0 })?;
+    let mut dev: CUdevice = 0;
+    // SAFETY: `dev` is a valid out-pointer.
+    check(unsafe { (d.cuDeviceGet)(&mut dev, ordinal) })?;
+    Ok(dev)
+}
+
+/// `cuDeviceGetName`.
+pub fn device_name(dev: CUdevice) -> Result<String> {
+    let d = driver()?;
+    let mut buf = [0 as std::ffi::c_char; 256];
+    // SAFETY: `buf` is writable for its full length, which is passed.
+    check(unsafe { (d.cuDeviceGetName)(buf.as_mut_ptr(), buf.len() as c_int, dev) })?;
+    // SAFETY: the driver NUL-terminates within `len`; the last byte is still 0.
+    let s = unsafe { CStr::from_ptr(buf.as_ptr()) };
+    Ok(s.to_string_lossy().into_owned())
+}
+
+/// `cuDeviceTotalMem_v2`.
+pub fn device_total_mem(dev: CUdevice) -> Result<usize> {
+    let d = driver()?;
+    let mut n = 0usize;
+    // SAFETY: `n` is a valid out-pointer.
+    check(unsafe { (d.cuDeviceTotalMem)(&mut n, dev) })?;
+    Ok(n)
+}
+
+/// `cuDevicePrimaryCtxRetain`.
+pub fn primary_ctx_retain(dev: CUdevice) -> Result<CUcontext> {
+    let d = driver()?;
+    let mut ctx = ptr::null_mut();
+    // SAFETY: `ctx` is a valid out-pointer; `dev` came from cuDeviceGet or is rejected.
+    check(unsafe { (d.cuDevicePrimaryCtxRetain)(&mut ctx, dev) })?;
+    Ok(ctx)
+}
+
+/// `cuDevicePrimaryCtxRelease_v2`.
+///
+/// # Safety
+/// 1. Balances exactly one earlier successful [`primary_ctx_retain`] of `dev`.
+pub unsafe fn primary_ctx_release(dev: CUdevice) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: the caller balances a retain (condition 1).
+    check(unsafe { (d.cuDevicePrimaryCtxRelease)(dev) })
+}
+
+/// `cuCtxGetCurrent`; null when none is current.
+pub fn ctx_get_current() -> Result<CUcontext> {
+    let d = driver()?;
+    let mut ctx = ptr::null_mut();
+    // SAFETY: `ctx` is a valid out-pointer.
+    check(unsafe { (d.cuCtxGetCurrent)(&mut ctx) })?;
+    Ok(ctx)
+}
+
+/// `cuCtxSetCurrent`.
+///
+/// # Safety
+/// 1. `ctx` is null or a live context.
+pub unsafe fn ctx_set_current(ctx: CUcontext) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuCtxSetCurrent)(ctx) })
+}
+
+/// `cuCtxPushCurrent_v2`.
+///
+/// # Safety
+/// 1. `ctx` is a live context, popped again on this thread by [`ctx_pop_current`].
+pub unsafe fn ctx_push_current(ctx: CUcontext) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuCtxPushCurrent)(ctx) })
+}
+
+/// `cuCtxPopCurrent_v2`.
+pub fn ctx_pop_current() -> Result<CUcontext> {
+    let d = driver()?;
+    let mut ctx = ptr::null_mut();
+    // SAFETY: `ctx` is a valid out-pointer; popping an empty stack is an error code.
+    check(unsafe { (d.cuCtxPopCurrent)(&mut ctx) })?;
+    Ok(ctx)
+}
+
+/// `cuCtxGetDevice` of the current context.
+pub fn ctx_get_device() -> Result<CUdevice> {
+    let d = driver()?;
+    let mut dev: CUdevice = 0;
+    // SAFETY: `dev` is a valid out-pointer.
+    check(unsafe { (d.cuCtxGetDevice)(&mut dev) })?;
+    Ok(dev)
+}
+
+/// `cuCtxSynchronize` of the current context.
+pub fn ctx_synchronize() -> Result<()> {
+    let d = driver()?;
+    // SAFETY: no pointer arguments; errors come back as codes.
+    check(unsafe { (d.cuCtxSynchronize)() })
+}
+
+/// `cuMemGetInfo_v2` of the current context: (free, total) bytes.
+pub fn mem_get_info() -> Result<(usize, usize)> {
+    let d = driver()?;
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: valid out-pointers.
+    check(unsafe { (d.cuMemGetInfo)(&mut free, &mut total) })?;
+    Ok((free, total))
+}
+
+/// `cuStreamCreate` in the current context.
+pub fn stream_create(flags: c_uint) -> Result<CUstream> {
+    let d = driver()?;
+    let mut s = ptr::null_mut();
+    // SAFETY: `s` is a valid out-pointer.
+    check(unsafe { (d.cuStreamCreate)(&mut s, flags) })?;
+    Ok(s)
+}
+
+/// `cuStreamDestroy_v2`.
+///
+/// # Safety
+/// 1. `stream` is a live stream created by [`stream_create`] and not used afterwards.
+pub unsafe fn stream_destroy(stream: CUstream) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuStreamDestroy)(stream) })
+}
+
+/// `cuStreamSynchronize`.
+///
+/// # Safety
+/// 1. `stream` is null (legacy default stream) or a live stream.
+pub unsafe fn stream_synchronize(stream: CUstream) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuStreamSynchronize)(stream) })
+}
+
+/// `cuStreamWaitEvent`.
+///
+/// # Safety
+/// 1. `stream` and `event` are live handles of the current context.
+pub unsafe fn stream_wait_event(stream: CUstream, event: CUevent) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuStreamWaitEvent)(stream, event, 0) })
+}
+
+/// `cuEventCreate` in the current context.
+pub fn event_create(flags: c_uint) -> Result<CUevent> {
+    let d = driver()?;
+    let mut e = ptr::null_mut();
+    // SAFETY: `e` is a valid out-pointer.
+    check(unsafe { (d.cuEventCreate)(&mut e, flags) })?;
+    Ok(e)
+}
+
+/// `cuEventDestroy_v2`.
+///
+/// # Safety
+/// 1. `event` is a live event, not used afterwards.
+pub unsafe fn event_destroy(event: CUevent) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuEventDestroy)(event) })
+}
+
+/// `cuEventRecord`.
+///
+/// # Safety
+/// 1. `event` and `stream` are live handles of the same context.
+pub unsafe fn event_record(event: CUevent, stream: CUstream) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuEventRecord)(event, stream) })
+}
+
+/// `cuEventSynchronize`.
+///
+/// # Safety
+/// 1. `event` is a live event.
+pub unsafe fn event_synchronize(event: CUevent) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuEventSynchronize)(event) })
+}
+
+/// `cuMemAlloc_v2` in the current context.
+pub fn mem_alloc(bytes: usize) -> Result<CUdeviceptr> {
+    let d = driver()?;
+    let mut p: CUdeviceptr = 0;
+    // SAFETY: `p` is a valid out-pointer.
+    check(unsafe { (d.cuMemAlloc)(&mut p, bytes) })?;
+    Ok(p)
+}
+
+/// `cuMemFree_v2`.
+///
+/// # Safety
+/// 1. `ptr` came from [`mem_alloc`] and is not used afterwards.
+pub unsafe fn mem_free(ptr: CUdeviceptr) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuMemFree)(ptr) })
+}
+
+/// `cuMemHostAlloc` in the current context.
+pub fn mem_host_alloc(bytes: usize, flags: c_uint) -> Result<*mut c_void> {
+    let d = driver()?;
+    let mut p = ptr::null_mut();
+    // SAFETY: `p` is a valid out-pointer.
+    check(unsafe { (d.cuMemHostAlloc)(&mut p, bytes, flags) })?;
+    Ok(p)
+}
+
+/// `cuMemFreeHost`.
+///
+/// # Safety
+/// 1. `p` came from [`mem_host_alloc`] and is not used afterwards.
+pub unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuMemFreeHost)(p) })
+}
+
+/// `cuMemHostRegister_v2`.
+///
+/// # Safety
+/// 1. `[p, p + bytes)` is memory owned by the caller that stays allocated until
+///    [`mem_host_unregister`] is called on `p`.
+pub unsafe fn mem_host_register(p: *mut c_void, bytes: usize, flags: c_uint) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuMemHostRegister)(p, bytes, flags) })
+}
+
+/// `cuMemHostUnregister`.
+///
+/// # Safety
+/// 1. `p` is the start of a range registered by [`mem_host_register`].
+pub unsafe fn mem_host_unregister(p: *mut c_void) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuMemHostUnregister)(p) })
+}
+
+/// Whether the driver knows `p` as page-locked host memory (allocated by the driver
+/// or registered). Never fails: anything but a clear "host memory" answer is `false`.
+pub fn is_page_locked(p: *const c_void) -> bool {
+    let Ok(d) = driver() else { return false };
+    let mut kind: c_uint = 0;
+    // SAFETY: `kind` is a valid 4-byte out-pointer for MEMORY_TYPE; the driver only
+    // looks `p` up in its tables, it never dereferences it.
+    let rc = unsafe {
+        (d.cuPointerGetAttribute)(
+            (&mut kind as *mut c_uint).cast(),
+            cuda_sys::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            p as CUdeviceptr,
+        )
+    };
+    if rc != cuda_sys::CUDA_SUCCESS || kind != cuda_sys::CU_MEMORYTYPE_HOST {
+        return false;
+    }
+    let mut flags: c_uint = 0;
+    // SAFETY: `flags` is a valid out-pointer; the driver looks `p` up, nothing more.
+    let rc = unsafe { (d.cuMemHostGetFlags)(&mut flags, p as *mut c_void) };
+    rc == cuda_sys::CUDA_SUCCESS
+}
+
+/// `cuMemcpyHtoD_v2` (synchronous).
+///
+/// # Safety
+/// 1. `dst` is device memory of at least `bytes` bytes in the current context.
+/// 2. `src` is readable for `bytes` bytes.
+pub unsafe fn memcpy_htod(dst: CUdeviceptr, src: *const c_void, bytes: usize) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: conditions 1 and 2.
+    check(unsafe { (d.cuMemcpyHtoD)(dst, src, bytes) })
+}
+
+/// `cuMemcpyDtoH_v2` (synchronous).
+///
+/// # Safety
+/// 1. `src` is device memory of at least `bytes` bytes in the current context.
+/// 2. `dst` is writable for `bytes` bytes.
+pub unsafe fn memcpy_dtoh(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: conditions 1 and 2.
+    check(unsafe { (d.cuMemcpyDtoH)(dst, src, bytes) })
+}
+
+/// `cuMemcpyHtoDAsync_v2`.
+///
+/// # Safety
+/// 1. `dst` is device memory of at least `bytes` bytes.
+/// 2. `src` stays readable and unmodified for `bytes` bytes until the copy completes
+///    on `stream`.
+/// 3. `stream` is a live stream of the current context.
+pub unsafe fn memcpy_htod_async(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: conditions 1 to 3.
+    check(unsafe { (d.cuMemcpyHtoDAsync)(dst, src, bytes, stream) })
+}
+
+/// `cuMemcpyDtoHAsync_v2`.
+///
+/// # Safety
+/// 1. `src` is device memory of at least `bytes` bytes.
+/// 2. `dst` stays writable, and is neither read nor written by the host, for `bytes`
+///    bytes until the copy completes on `stream`.
+/// 3. `stream` is a live stream of the current context.
+pub unsafe fn memcpy_dtoh_async(
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: conditions 1 to 3.
+    check(unsafe { (d.cuMemcpyDtoHAsync)(dst, src, bytes, stream) })
+}
+
+/// `cuMemcpyDtoDAsync_v2`.
+///
+/// # Safety
+/// 1. `src` and `dst` are device memory of at least `bytes` bytes.
+/// 2. `stream` is a live stream of the current context.
+pub unsafe fn memcpy_dtod_async(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    bytes: usize,
+    stream: CUstream,
+) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: conditions 1 and 2.
+    check(unsafe { (d.cuMemcpyDtoDAsync)(dst, src, bytes, stream) })
+}
+
+/// `cuMemsetD8_v2` (synchronous).
+///
+/// # Safety
+/// 1. `dst` is device memory of at least `count` bytes in the current context.
+pub unsafe fn memset_d8(dst: CUdeviceptr, value: u8, count: usize) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuMemsetD8)(dst, value, count) })
+}
+
+/// `cuMemsetD8Async`.
+///
+/// # Safety
+/// 1. `dst` is device memory of at least `count` bytes.
+/// 2. `stream` is a live stream of the current context.
+pub unsafe fn memset_d8_async(
+    dst: CUdeviceptr,
+    value: u8,
+    count: usize,
+    stream: CUstream,
+) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: conditions 1 and 2.
+    check(unsafe { (d.cuMemsetD8Async)(dst, value, count, stream) })
+}
+
+/// `cuMemsetD32Async`.
+///
+/// # Safety
+/// 1. `dst` is 4-byte aligned device memory of at least `4 * count` bytes.
+/// 2. `stream` is a live stream of the current context.
+pub unsafe fn memset_d32_async(
+    dst: CUdeviceptr,
+    value: u32,
+    count: usize,
+    stream: CUstream,
+) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: conditions 1 and 2.
+    check(unsafe { (d.cuMemsetD32Async)(dst, value, count, stream) })
+}

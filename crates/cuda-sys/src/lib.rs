@@ -1,0 +1,316 @@
+//! Raw CUDA driver bindings.
+//!
+//! * Handle types, structs and constants come from [`cuda_driver_sys`] (generated
+//!   from CUDA 10.2) and are re-exported here.
+//! * The driver functions this workspace calls are **not** linked at build time:
+//!   [`Driver::load`] resolves them from `libcuda.so.1` (Windows: `nvcuda.dll`) at
+//!   run time with [`libloading`]. A machine without the driver can build, link and
+//!   run everything that does not touch the GPU.
+//! * Every function is declared as returning a plain integer ([`CuResult`]), not
+//!   `cuda_driver_sys::CUresult`: that Rust `enum` lacks codes newer drivers return
+//!   (34, 46, 222, 223, 912, ...), and receiving an unlisted value into a Rust enum is
+//!   undefined behaviour. Callers convert the integer in one checked place
+//!   (`cuda_core::result`).
+//!
+//! Nothing here is safe to call without reading the CUDA driver API reference; the
+//! safe layer is `cuda-core`.
+#![allow(non_camel_case_types, non_snake_case, clippy::missing_safety_doc)]
+#![allow(clippy::undocumented_unsafe_blocks)]
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::fmt;
+use std::sync::OnceLock;
+
+pub use cuda_driver_sys::{
+    CUcontext, CUdevice, CUdeviceptr, CUevent, CUstream, CU_MEMHOSTALLOC_DEVICEMAP,
+    CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_WRITECOMBINED, CU_MEMHOSTREGISTER_DEVICEMAP,
+    CU_MEMHOSTREGISTER_PORTABLE,
+};
+
+/// A driver return code, exactly as the driver returned it.
+pub type CuResult = u32;
+
+/// `CUDA_SUCCESS`.
+pub const CUDA_SUCCESS: CuResult = 0;
+/// `CUDA_ERROR_INVALID_VALUE`.
+pub const CUDA_ERROR_INVALID_VALUE: CuResult = 1;
+/// `CUDA_ERROR_OUT_OF_MEMORY`.
+pub const CUDA_ERROR_OUT_OF_MEMORY: CuResult = 2;
+/// `CUDA_ERROR_NOT_INITIALIZED`.
+pub const CUDA_ERROR_NOT_INITIALIZED: CuResult = 3;
+/// `CUDA_ERROR_NO_DEVICE`.
+pub const CUDA_ERROR_NO_DEVICE: CuResult = 100;
+/// `CUDA_ERROR_INVALID_DEVICE`.
+pub const CUDA_ERROR_INVALID_DEVICE: CuResult = 101;
+/// `CUDA_ERROR_INVALID_CONTEXT`.
+pub const CUDA_ERROR_INVALID_CONTEXT: CuResult = 201;
+/// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`.
+pub const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: CuResult = 712;
+/// `CUDA_ERROR_NOT_READY`.
+pub const CUDA_ERROR_NOT_READY: CuResult = 600;
+
+/// `CU_STREAM_NON_BLOCKING`.
+pub const CU_STREAM_NON_BLOCKING: c_uint = 1;
+/// `CU_EVENT_DISABLE_TIMING`.
+pub const CU_EVENT_DISABLE_TIMING: c_uint = 2;
+/// `CU_EVENT_DEFAULT`.
+pub const CU_EVENT_DEFAULT: c_uint = 0;
+/// `CU_POINTER_ATTRIBUTE_CONTEXT`.
+pub const CU_POINTER_ATTRIBUTE_CONTEXT: c_int = 1;
+/// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`.
+pub const CU_POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
+/// `CU_POINTER_ATTRIBUTE_DEVICE_POINTER`.
+pub const CU_POINTER_ATTRIBUTE_DEVICE_POINTER: c_int = 3;
+/// `CU_POINTER_ATTRIBUTE_HOST_POINTER`.
+pub const CU_POINTER_ATTRIBUTE_HOST_POINTER: c_int = 4;
+/// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`.
+pub const CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: c_int = 11;
+/// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`.
+pub const CU_POINTER_ATTRIBUTE_RANGE_SIZE: c_int = 12;
+/// `CU_MEMORYTYPE_HOST`.
+pub const CU_MEMORYTYPE_HOST: c_uint = 1;
+/// `CU_MEMORYTYPE_DEVICE`.
+pub const CU_MEMORYTYPE_DEVICE: c_uint = 2;
+/// `CU_DEVICE_ATTRIBUTE_PCI_BUS_ID`.
+pub const CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: c_int = 33;
+
+/// The library name searched by [`Driver::load`] on this platform.
+#[cfg(windows)]
+pub const DRIVER_LIBRARY: &str = "nvcuda.dll";
+/// The library name searched by [`Driver::load`] on this platform.
+#[cfg(not(windows))]
+pub const DRIVER_LIBRARY: &str = "libcuda.so.1";
+
+/// Why the driver library could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// The library itself could not be opened.
+    LibraryNotFound {
+        /// The library name that was searched.
+        library: String,
+        /// The loader's own message.
+        reason: String,
+    },
+    /// The library opened but lacks a function this workspace needs (a driver
+    /// older than the API used here).
+    MissingSymbol {
+        /// The library that was opened.
+        library: String,
+        /// The missing symbol.
+        symbol: &'static str,
+    },
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::LibraryNotFound { library, reason } => write!(
+                f,
+                "CUDA driver library `{library}` not found (is the NVIDIA driver installed?): {reason}"
+            ),
+            LoadError::MissingSymbol { library, symbol } => write!(
+                f,
+                "CUDA driver library `{library}` lacks `{symbol}` (driver too old)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+macro_rules! driver_api {
+    ($( $(#[$doc:meta])* fn $name:ident = $sym:literal ( $($arg:ident : $ty:ty),* $(,)? ); )*) => {
+        /// The driver functions this workspace calls, resolved from the driver library.
+        ///
+        /// Each field is the raw `extern "C"` function pointer; see the CUDA driver
+        /// API reference for its contract. The library stays loaded for as long as the
+        /// `Driver` lives (for [`driver()`], the whole process).
+        pub struct Driver {
+            _lib: libloading::Library,
+            library: String,
+            $( $(#[$doc])* pub $name: unsafe extern "C" fn($($ty),*) -> CuResult, )*
+        }
+
+        impl Driver {
+            /// Opens `library` and resolves every function, or says which part failed.
+            pub fn load_from(library: &str) -> Result<Driver, LoadError> {
+                // SAFETY: opening the NVIDIA driver library runs its initialisers, which
+                // have no preconditions on the caller. A library of the same name that is
+                // not the driver is outside what can be checked here.
+                let lib = unsafe { libloading::Library::new(library) }.map_err(|e| {
+                    LoadError::LibraryNotFound { library: library.to_owned(), reason: e.to_string() }
+                })?;
+                $(
+                    // SAFETY: the symbol is declared with the signature of the CUDA driver
+                    // API header for this (versioned) entry point, with the enum return
+                    // widened to an integer of the same size.
+                    let $name = unsafe {
+                        lib.get::<unsafe extern "C" fn($($ty),*) -> CuResult>(concat!($sym, "\0").as_bytes())
+                    }
+                    .map(|s| *s)
+                    .map_err(|_| LoadError::MissingSymbol { library: library.to_owned(), symbol: $sym })?;
+                )*
+                Ok(Driver { _lib: lib, library: library.to_owned(), $($name,)* })
+            }
+        }
+    };
+}
+
+driver_api! {
+    /// `cuInit`
+    fn cuInit = "cuInit"(flags: c_uint);
+    /// `cuDriverGetVersion`
+    fn cuDriverGetVersion = "cuDriverGetVersion"(version: *mut c_int);
+    /// `cuGetErrorName`
+    fn cuGetErrorName = "cuGetErrorName"(error: CuResult, name: *mut *const c_char);
+    /// `cuGetErrorString`
+    fn cuGetErrorString = "cuGetErrorString"(error: CuResult, text: *mut *const c_char);
+    /// `cuDeviceGetCount`
+    fn cuDeviceGetCount = "cuDeviceGetCount"(count: *mut c_int);
+    /// `cuDeviceGet`
+    fn cuDeviceGet = "cuDeviceGet"(device: *mut CUdevice, ordinal: c_int);
+    /// `cuDeviceGetName`
+    fn cuDeviceGetName = "cuDeviceGetName"(name: *mut c_char, len: c_int, device: CUdevice);
+    /// `cuDeviceTotalMem_v2`
+    fn cuDeviceTotalMem = "cuDeviceTotalMem_v2"(bytes: *mut usize, device: CUdevice);
+    /// `cuDeviceGetAttribute`
+    fn cuDeviceGetAttribute = "cuDeviceGetAttribute"(value: *mut c_int, attrib: c_int, device: CUdevice);
+    /// `cuDevicePrimaryCtxRetain`
+    fn cuDevicePrimaryCtxRetain = "cuDevicePrimaryCtxRetain"(ctx: *mut CUcontext, device: CUdevice);
+    /// `cuDevicePrimaryCtxRelease_v2`
+    fn cuDevicePrimaryCtxRelease = "cuDevicePrimaryCtxRelease_v2"(device: CUdevice);
+    /// `cuCtxSetCurrent`
+    fn cuCtxSetCurrent = "cuCtxSetCurrent"(ctx: CUcontext);
+    /// `cuCtxGetCurrent`
+    fn cuCtxGetCurrent = "cuCtxGetCurrent"(ctx: *mut CUcontext);
+    /// `cuCtxPushCurrent_v2`
+    fn cuCtxPushCurrent = "cuCtxPushCurrent_v2"(ctx: CUcontext);
+    /// `cuCtxPopCurrent_v2`
+    fn cuCtxPopCurrent = "cuCtxPopCurrent_v2"(ctx: *mut CUcontext);
+    /// `cuCtxGetDevice`
+    fn cuCtxGetDevice = "cuCtxGetDevice"(device: *mut CUdevice);
+    /// `cuCtxSynchronize`
+    fn cuCtxSynchronize = "cuCtxSynchronize"();
+    /// `cuStreamCreate`
+    fn cuStreamCreate = "cuStreamCreate"(stream: *mut CUstream, flags: c_uint);
+    /// `cuStreamDestroy_v2`
+    fn cuStreamDestroy = "cuStreamDestroy_v2"(stream: CUstream);
+    /// `cuStreamSynchronize`
+    fn cuStreamSynchronize = "cuStreamSynchronize"(stream: CUstream);
+    /// `cuStreamWaitEvent`
+    fn cuStreamWaitEvent = "cuStreamWaitEvent"(stream: CUstream, event: CUevent, flags: c_uint);
+    /// `cuEventCreate`
+    fn cuEventCreate = "cuEventCreate"(event: *mut CUevent, flags: c_uint);
+    /// `cuEventDestroy_v2`
+    fn cuEventDestroy = "cuEventDestroy_v2"(event: CUevent);
+    /// `cuEventRecord`
+    fn cuEventRecord = "cuEventRecord"(event: CUevent, stream: CUstream);
+    /// `cuEventSynchronize`
+    fn cuEventSynchronize = "cuEventSynchronize"(event: CUevent);
+    /// `cuEventQuery`
+    fn cuEventQuery = "cuEventQuery"(event: CUevent);
+    /// `cuMemGetInfo_v2`
+    fn cuMemGetInfo = "cuMemGetInfo_v2"(free: *mut usize, total: *mut usize);
+    /// `cuMemAlloc_v2`
+    fn cuMemAlloc = "cuMemAlloc_v2"(dptr: *mut CUdeviceptr, bytes: usize);
+    /// `cuMemFree_v2`
+    fn cuMemFree = "cuMemFree_v2"(dptr: CUdeviceptr);
+    /// `cuMemHostAlloc`
+    fn cuMemHostAlloc = "cuMemHostAlloc"(pp: *mut *mut c_void, bytes: usize, flags: c_uint);
+    /// `cuMemFreeHost`
+    fn cuMemFreeHost = "cuMemFreeHost"(p: *mut c_void);
+    /// `cuMemHostRegister_v2`
+    fn cuMemHostRegister = "cuMemHostRegister_v2"(p: *mut c_void, bytes: usize, flags: c_uint);
+    /// `cuMemHostUnregister`
+    fn cuMemHostUnregister = "cuMemHostUnregister"(p: *mut c_void);
+    /// `cuMemHostGetFlags`
+    fn cuMemHostGetFlags = "cuMemHostGetFlags"(flags: *mut c_uint, p: *mut c_void);
+    /// `cuPointerGetAttribute`
+    fn cuPointerGetAttribute = "cuPointerGetAttribute"(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr);
+    /// `cuMemcpyHtoD_v2`
+    fn cuMemcpyHtoD = "cuMemcpyHtoD_v2"(dst: CUdeviceptr, src: *const c_void, bytes: usize);
+    /// `cuMemcpyDtoH_v2`
+    fn cuMemcpyDtoH = "cuMemcpyDtoH_v2"(dst: *mut c_void, src: CUdeviceptr, bytes: usize);
+    /// `cuMemcpyHtoDAsync_v2`
+    fn cuMemcpyHtoDAsync = "cuMemcpyHtoDAsync_v2"(dst: CUdeviceptr, src: *const c_void, bytes: usize, stream: CUstream);
+    /// `cuMemcpyDtoHAsync_v2`
+    fn cuMemcpyDtoHAsync = "cuMemcpyDtoHAsync_v2"(dst: *mut c_void, src: CUdeviceptr, bytes: usize, stream: CUstream);
+    /// `cuMemcpyDtoDAsync_v2`
+    fn cuMemcpyDtoDAsync = "cuMemcpyDtoDAsync_v2"(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream);
+    /// `cuMemsetD8_v2`
+    fn cuMemsetD8 = "cuMemsetD8_v2"(dst: CUdeviceptr, value: u8, count: usize);
+    /// `cuMemsetD8Async`
+    fn cuMemsetD8Async = "cuMemsetD8Async"(dst: CUdeviceptr, value: u8, count: usize, stream: CUstream);
+    /// `cuMemsetD32Async`
+    fn cuMemsetD32Async = "cuMemsetD32Async"(dst: CUdeviceptr, value: c_uint, count: usize, stream: CUstream);
+}
+
+impl Driver {
+    /// Opens the platform's driver library ([`DRIVER_LIBRARY`]).
+    pub fn load() -> Result<Driver, LoadError> {
+        Driver::load_from(DRIVER_LIBRARY)
+    }
+
+    /// The library name this driver was loaded from.
+    pub fn library(&self) -> &str {
+        &self.library
+    }
+}
+
+impl fmt::Debug for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Driver")
+            .field("library", &self.library)
+            .finish_non_exhaustive()
+    }
+}
+
+static DRIVER: OnceLock<Result<Driver, LoadError>> = OnceLock::new();
+
+/// The process-wide driver, loaded on first call from [`DRIVER_LIBRARY`].
+///
+/// A failed load is remembered: every later call returns the same error.
+pub fn driver() -> Result<&'static Driver, LoadError> {
+    DRIVER
+        .get_or_init(Driver::load)
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The process-wide driver if it has already been loaded successfully, without
+/// trying to load it.
+pub fn driver_if_loaded() -> Option<&'static Driver> {
+    DRIVER.get().and_then(|r| r.as_ref().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_library_is_an_error_naming_it() {
+        let err = Driver::load_from("libcuda-does-not-exist.so.7").unwrap_err();
+        match &err {
+            LoadError::LibraryNotFound { library, .. } => {
+                assert_eq!(library, "libcuda-does-not-exist.so.7")
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(err.to_string().contains("libcuda-does-not-exist.so.7"));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn library_without_the_symbols_is_a_missing_symbol_error() {
+        // libc opens everywhere on Linux but exports no CUDA entry point.
+        let err = Driver::load_from("libc.so.6").unwrap_err();
+        assert_eq!(
+            err,
+            LoadError::MissingSymbol {
+                library: "libc.so.6".into(),
+                symbol: "cuInit"
+            }
+        );
+        assert!(err.to_string().contains("cuInit"));
+    }
+}

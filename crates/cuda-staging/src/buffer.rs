@@ -1,0 +1,837 @@
+//! [`StagingBuffer`].
+
+use std::ffi::c_void;
+use std::fmt;
+use std::time::Instant;
+
+use cuda_core::result::{self, is_page_locked};
+use cuda_core::{byte_len, Context, DeviceBuffer, Error, Event, PinnedBuffer, Result, Stream};
+
+use crate::pool::CopyPool;
+use crate::stats::StagingStats;
+use crate::StagingPod;
+
+/// The largest pinned window the convenience path (`upload` / `download`) grows
+/// to. Larger transfers stream through it in chunks, so a 1 GiB `upload` does not pin
+/// 1 GiB. `upload_with` / `download_into` hand the caller one contiguous pinned
+/// slice and grow to whatever they are asked for.
+pub const PIPELINE_WINDOW_BYTES: usize = 8 << 20;
+
+/// Transfers up to this size are copied and DMA'd in one piece; larger ones are
+/// split into chunks so the host copy of one chunk overlaps the DMA of another.
+const PIPELINE_MIN_BYTES: usize = 1 << 20;
+/// Below this, the host copy runs on the calling thread alone.
+const PARALLEL_MIN_BYTES: usize = 64 << 10;
+/// Each extra copy thread gets at least this much.
+const PARALLEL_PART_MIN_BYTES: usize = 32 << 10;
+/// Ring slots (and events) the pipeline uses at most.
+const MAX_SLOTS: usize = 8;
+/// Capacity growth rounds up to this.
+const GROW_GRANULE_BYTES: usize = 64 << 10;
+
+/// The direction of a transfer, for per-direction routing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Host to device (`upload`).
+    HostToDevice,
+    /// Device to host (`download`).
+    DeviceToHost,
+}
+
+impl Direction {
+    fn index(self) -> usize {
+        match self {
+            Direction::HostToDevice => 0,
+            Direction::DeviceToHost => 1,
+        }
+    }
+}
+
+/// One calibration measurement: medians of the two candidate paths at one size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CalibrationSample {
+    /// Which direction was timed.
+    pub direction: Direction,
+    /// Transfer size.
+    pub bytes: usize,
+    /// Median of the staged path, µs.
+    pub staged_us: f64,
+    /// Median of the driver's pageable path, µs.
+    pub pageable_us: f64,
+}
+
+/// What [`StagingBuffer::calibrate`] measured and set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibration {
+    /// The routing threshold set for uploads.
+    pub upload_stage_max_bytes: usize,
+    /// The routing threshold set for downloads.
+    pub download_stage_max_bytes: usize,
+    /// Every size timed, both directions.
+    pub samples: Vec<CalibrationSample>,
+}
+
+/// A grow-on-demand, reused page-locked host buffer used to stage transfers.
+///
+/// See the [crate documentation](crate) for which method to use and the
+/// guarantees every method gives.
+pub struct StagingBuffer {
+    pinned: Option<PinnedBuffer<u8>>,
+    stats: StagingStats,
+    stage_max: [usize; 2],
+    copy_threads: usize,
+    pool: Option<CopyPool>,
+    events: Vec<Event>,
+}
+
+impl Default for StagingBuffer {
+    fn default() -> Self {
+        StagingBuffer::new()
+    }
+}
+
+impl StagingBuffer {
+    /// An empty staging buffer: pins nothing until the first transfer needs it.
+    ///
+    /// Routing stages every size (see [`StagingBuffer::set_auto_stage_max_bytes`]),
+    /// and large host copies use [`default_copy_threads`] threads.
+    pub fn new() -> StagingBuffer {
+        StagingBuffer {
+            pinned: None,
+            stats: StagingStats::default(),
+            stage_max: [usize::MAX; 2],
+            copy_threads: default_copy_threads(),
+            pool: None,
+            events: Vec::new(),
+        }
+    }
+
+    /// A staging buffer with `bytes` already pinned, in the context current on this
+    /// thread; transfers up to that size then allocate nothing.
+    pub fn with_capacity(bytes: usize) -> Result<StagingBuffer> {
+        let mut s = StagingBuffer::new();
+        s.reserve(bytes)?;
+        Ok(s)
+    }
+
+    /// Makes sure at least `bytes` are pinned (growing by the usual policy), in the
+    /// context of the current pinned buffer or, without one, the context current on
+    /// this thread. On failure the buffer is unchanged and still usable.
+    pub fn reserve(&mut self, bytes: usize) -> Result<()> {
+        if bytes <= self.capacity() {
+            return Ok(());
+        }
+        let ctx = match self.pinned.as_ref().and_then(|p| p.context()) {
+            Some(c) => c.clone(),
+            None => Context::current()?,
+        };
+        self.ensure_capacity(bytes, &ctx)
+    }
+
+    /// Bytes currently pinned.
+    pub fn capacity(&self) -> usize {
+        self.pinned.as_ref().map_or(0, |p| p.len())
+    }
+
+    /// Releases the pinned memory; the next transfer pins again. Counters are kept.
+    pub fn shrink_to_fit(&mut self) {
+        self.pinned = None;
+    }
+
+    /// Usage counters.
+    pub fn stats(&self) -> StagingStats {
+        self.stats
+    }
+
+    /// Clears the transfer counters (`peak_capacity_bytes` restarts from the current
+    /// capacity).
+    pub fn reset_stats(&mut self) {
+        self.stats = StagingStats {
+            peak_capacity_bytes: self.capacity(),
+            ..StagingStats::default()
+        };
+    }
+
+    /// The routing threshold of `upload` / `download`: transfers of at most this many
+    /// bytes are staged, larger ones go to the driver's pageable path. When the two
+    /// directions differ (after [`StagingBuffer::calibrate`] or
+    /// [`StagingBuffer::set_stage_max_bytes`]), the smaller.
+    pub fn auto_stage_max_bytes(&self) -> usize {
+        self.stage_max[0].min(self.stage_max[1])
+    }
+
+    /// Sets the routing threshold for both directions. `0` sends every non-empty
+    /// convenience transfer to the driver's pageable path; `usize::MAX` stages all.
+    /// [`crate::DEFAULT_AUTO_STAGE_MAX_BYTES`] restores the seed's routing.
+    pub fn set_auto_stage_max_bytes(&mut self, bytes: usize) {
+        self.stage_max = [bytes; 2];
+    }
+
+    /// The routing threshold of one direction.
+    pub fn stage_max_bytes(&self, direction: Direction) -> usize {
+        self.stage_max[direction.index()]
+    }
+
+    /// Sets the routing threshold of one direction.
+    pub fn set_stage_max_bytes(&mut self, direction: Direction, bytes: usize) {
+        self.stage_max[direction.index()] = bytes;
+    }
+
+    /// Threads (the calling one included) that share a large host copy.
+    pub fn copy_threads(&self) -> usize {
+        self.copy_threads
+    }
+
+    /// Sets how many threads (the calling one included) share a large host copy:
+    /// `1` keeps every copy on the calling thread and stops the pool's workers. The
+    /// workers start at the first copy that uses them, not per transfer.
+    pub fn set_copy_threads(&mut self, threads: usize) {
+        let threads = threads.max(1);
+        if threads != self.copy_threads {
+            self.copy_threads = threads;
+            self.pool = None;
+        }
+    }
+
+    /// Writes `n` elements straight into pinned memory with `fill`, then copies them
+    /// to `dst[..n]`, returning once they have landed.
+    ///
+    /// `fill` gets exactly `n` elements; what it leaves there is sent. With `n == 0`,
+    /// `fill` is called with an empty slice and nothing else happens. Errors (before
+    /// any driver call, changing nothing): `n` past `dst.len()`, a byte count that
+    /// overflows, `dst` from another context than `stream`.
+    pub fn upload_with<T: StagingPod, F: FnOnce(&mut [T])>(
+        &mut self,
+        dst: &mut DeviceBuffer<T>,
+        n: usize,
+        stream: &Stream,
+        fill: F,
+    ) -> Result<()> {
+        let bytes = check_transfer::<T>("upload_with", n, dst, stream)?;
+        if bytes == 0 {
+            fill(&mut []);
+            return Ok(());
+        }
+        self.ensure_capacity(bytes, stream.context())?;
+        let pinned = self.pinned_bytes_mut(bytes)?;
+        let src = pinned.as_ptr();
+        fill(cast_mut::<T>(pinned)?);
+        let _g = stream.context().enter()?;
+        // SAFETY: `dst` holds at least `bytes` (checked); the pinned range holds
+        // `bytes` and is not touched until the stream is synchronised below; the
+        // stream is live and its context is current.
+        unsafe {
+            result::memcpy_htod_async(
+                dst.as_device_ptr(),
+                src.cast::<c_void>(),
+                bytes,
+                stream.as_raw(),
+            )
+        }?;
+        stream.synchronize()?;
+        self.stats.staged_transfers += 1;
+        self.stats.bytes_uploaded += bytes as u64;
+        Ok(())
+    }
+
+    /// Copies `src[..n]` into pinned memory and returns it there, once it has landed.
+    ///
+    /// The slice borrows the staging buffer, so it cannot outlive the next call. With
+    /// `n == 0` it returns an empty slice and does nothing. Errors as
+    /// [`StagingBuffer::upload_with`].
+    pub fn download_into<T: StagingPod>(
+        &mut self,
+        src: &DeviceBuffer<T>,
+        n: usize,
+        stream: &Stream,
+    ) -> Result<&[T]> {
+        let bytes = check_transfer::<T>("download_into", n, src, stream)?;
+        if bytes == 0 {
+            return Ok(&[]);
+        }
+        self.ensure_capacity(bytes, stream.context())?;
+        let dst = self.pinned_bytes_mut(bytes)?.as_mut_ptr();
+        {
+            let _g = stream.context().enter()?;
+            // SAFETY: `src` holds at least `bytes`; the pinned range is ours and not
+            // touched by the host until the stream is synchronised below.
+            unsafe {
+                result::memcpy_dtoh_async(
+                    dst.cast::<c_void>(),
+                    src.as_device_ptr(),
+                    bytes,
+                    stream.as_raw(),
+                )
+            }?;
+            stream.synchronize()?;
+        }
+        self.stats.staged_transfers += 1;
+        self.stats.bytes_downloaded += bytes as u64;
+        let pinned = self.pinned_bytes_mut(bytes)?;
+        Ok(cast_mut::<T>(pinned)?)
+    }
+
+    /// Copies all of `src` into `dst[..src.len()]`, returning once it has landed.
+    ///
+    /// Routing: a page-locked `src` is DMA'd straight from; otherwise transfers up to
+    /// [`StagingBuffer::stage_max_bytes`] are staged (a multi-threaded non-temporal
+    /// host copy, pipelined against the DMA for large transfers), larger ones go to
+    /// the driver's pageable path. Every route is ordered on `stream` the same way.
+    pub fn upload<T: StagingPod>(
+        &mut self,
+        dst: &mut DeviceBuffer<T>,
+        src: &[T],
+        stream: &Stream,
+    ) -> Result<()> {
+        let bytes = check_transfer::<T>("upload", src.len(), dst, stream)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let srcp = src.as_ptr().cast::<u8>();
+        let dstp = dst.as_device_ptr();
+        let _g = stream.context().enter()?;
+        if is_page_locked(srcp.cast()) {
+            // SAFETY: both ranges hold `bytes`; `src` is borrowed until the sync.
+            unsafe { result::memcpy_htod_async(dstp, srcp.cast(), bytes, stream.as_raw()) }?;
+            stream.synchronize()?;
+            self.stats.pinned_source_transfers += 1;
+        } else if bytes > self.stage_max[0] {
+            // SAFETY: as above; the driver stages pageable memory itself.
+            unsafe { result::memcpy_htod_async(dstp, srcp.cast(), bytes, stream.as_raw()) }?;
+            stream.synchronize()?;
+            self.stats.direct_transfers += 1;
+        } else {
+            let r = self.staged_upload(dstp, srcp, bytes, stream);
+            if r.is_err() {
+                // Leave nothing in flight that reads our pinned memory.
+                let _ = stream.synchronize();
+            }
+            r?;
+            self.stats.staged_transfers += 1;
+        }
+        self.stats.bytes_uploaded += bytes as u64;
+        Ok(())
+    }
+
+    /// Fills `dst` from `src[..dst.len()]`, returning once it has landed. Routing as
+    /// [`StagingBuffer::upload`].
+    pub fn download<T: StagingPod>(
+        &mut self,
+        dst: &mut [T],
+        src: &DeviceBuffer<T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let bytes = check_transfer::<T>("download", dst.len(), src, stream)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let dstp = dst.as_mut_ptr().cast::<u8>();
+        let srcp = src.as_device_ptr();
+        let _g = stream.context().enter()?;
+        if is_page_locked(dstp.cast()) {
+            // SAFETY: both ranges hold `bytes`; `dst` is borrowed until the sync; any
+            // bytes are a valid `T` (Pod).
+            unsafe { result::memcpy_dtoh_async(dstp.cast(), srcp, bytes, stream.as_raw()) }?;
+            stream.synchronize()?;
+            self.stats.pinned_source_transfers += 1;
+        } else if bytes > self.stage_max[1] {
+            // SAFETY: as above.
+            unsafe { result::memcpy_dtoh_async(dstp.cast(), srcp, bytes, stream.as_raw()) }?;
+            stream.synchronize()?;
+            self.stats.direct_transfers += 1;
+        } else {
+            let r = self.staged_download(dstp, srcp, bytes, stream);
+            if r.is_err() {
+                let _ = stream.synchronize();
+            }
+            r?;
+            self.stats.staged_transfers += 1;
+        }
+        self.stats.bytes_downloaded += bytes as u64;
+        Ok(())
+    }
+
+    /// Times the staged path against the driver's pageable path in both directions at
+    /// sizes from 64 KiB to 16 MiB on `stream`, and sets each direction's routing
+    /// threshold to the largest size up to which staging won at every size timed
+    /// (`usize::MAX` when it won everywhere). Takes a few tens of milliseconds.
+    ///
+    /// Uses a temporary 16 MiB device buffer. Transfer counters are restored
+    /// afterwards; a pinned allocation it makes is counted.
+    pub fn calibrate(&mut self, stream: &Stream) -> Result<Calibration> {
+        const SIZES: [usize; 6] = [64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20];
+        const REPS: usize = 7;
+        let max = SIZES[SIZES.len() - 1];
+        let _g = stream.context().enter()?;
+        let mut dev = DeviceBuffer::<u8>::alloc_in(stream.context(), max)?;
+        let mut host: Vec<u8> = (0..max).map(|i| (i % 251) as u8).collect();
+        let saved_stats = self.stats;
+        let saved_max = self.stage_max;
+        let mut samples = Vec::new();
+        let outcome = (|| -> Result<()> {
+            for direction in [Direction::HostToDevice, Direction::DeviceToHost] {
+                for &bytes in &SIZES {
+                    let (mut staged, mut pageable) = (Vec::new(), Vec::new());
+                    for rep in 0..=REPS {
+                        for route_staged in [true, false] {
+                            self.stage_max = if route_staged {
+                                [usize::MAX; 2]
+                            } else {
+                                [0; 2]
+                            };
+                            let t = Instant::now();
+                            match direction {
+                                Direction::HostToDevice => {
+                                    self.upload(&mut dev, &host[..bytes], stream)?
+                                }
+                                Direction::DeviceToHost => {
+                                    self.download(&mut host[..bytes], &dev, stream)?
+                                }
+                            }
+                            let us = t.elapsed().as_secs_f64() * 1e6;
+                            if rep > 0 {
+                                if route_staged {
+                                    staged.push(us)
+                                } else {
+                                    pageable.push(us)
+                                }
+                            }
+                        }
+                    }
+                    samples.push(CalibrationSample {
+                        direction,
+                        bytes,
+                        staged_us: median(&mut staged),
+                        pageable_us: median(&mut pageable),
+                    });
+                }
+            }
+            Ok(())
+        })();
+        self.stage_max = saved_max;
+        self.stats = StagingStats {
+            allocations: self.stats.allocations,
+            peak_capacity_bytes: self.stats.peak_capacity_bytes,
+            ..saved_stats
+        };
+        outcome?;
+        let upload = threshold_from(&samples, Direction::HostToDevice);
+        let download = threshold_from(&samples, Direction::DeviceToHost);
+        self.stage_max = [upload, download];
+        Ok(Calibration {
+            upload_stage_max_bytes: upload,
+            download_stage_max_bytes: download,
+            samples,
+        })
+    }
+
+    // ---- internals ----
+
+    fn ensure_capacity(&mut self, bytes: usize, ctx: &Context) -> Result<()> {
+        let cap = self.capacity();
+        if bytes <= cap {
+            return Ok(());
+        }
+        let new_cap = grow_capacity(cap, bytes)?;
+        // Allocate the new buffer before dropping the old: a failure leaves the old
+        // one in place and usable.
+        let new = PinnedBuffer::<u8>::alloc_in(ctx, new_cap)?;
+        self.pinned = Some(new);
+        self.stats.allocations += 1;
+        self.stats.peak_capacity_bytes = self.stats.peak_capacity_bytes.max(new_cap);
+        Ok(())
+    }
+
+    fn pinned_bytes_mut(&mut self, bytes: usize) -> Result<&mut [u8]> {
+        match self.pinned.as_mut() {
+            Some(p) if p.len() >= bytes => Ok(&mut p[..bytes]),
+            _ => Err(internal("pinned buffer smaller than ensured")),
+        }
+    }
+
+    /// The pinned window the convenience path uses for a transfer of `bytes`.
+    fn window_for(&mut self, bytes: usize, ctx: &Context) -> Result<(*mut u8, usize)> {
+        let want = if bytes <= self.capacity().max(PIPELINE_WINDOW_BYTES) {
+            bytes
+        } else {
+            PIPELINE_WINDOW_BYTES
+        };
+        self.ensure_capacity(want, ctx)?;
+        let cap = self.capacity();
+        let p = self.pinned_bytes_mut(cap)?.as_mut_ptr();
+        Ok((p, cap))
+    }
+
+    fn ensure_events(&mut self, n: usize, ctx: &Context) -> Result<()> {
+        if self
+            .events
+            .first()
+            .is_some_and(|e| !e.context().same_as(ctx))
+        {
+            self.events.clear();
+        }
+        while self.events.len() < n {
+            self.events.push(Event::new(ctx)?);
+        }
+        Ok(())
+    }
+
+    /// Host copy, split over the pool when large enough.
+    ///
+    /// # Safety
+    /// 1. `src` readable and `dst` writable for `len` bytes, not overlapping, untouched
+    ///    by anything else until this returns.
+    unsafe fn host_copy(&mut self, dst: *mut u8, src: *const u8, len: usize, to_pinned: bool) {
+        let parts = (len / PARALLEL_PART_MIN_BYTES).min(self.copy_threads);
+        if len >= PARALLEL_MIN_BYTES && parts > 1 {
+            if self.pool.is_none() {
+                self.pool = CopyPool::new(self.copy_threads - 1).ok();
+            }
+            if let Some(pool) = self.pool.as_mut() {
+                // SAFETY: condition 1.
+                unsafe { pool.copy(dst, src, len, to_pinned, parts) };
+                return;
+            }
+        }
+        // SAFETY: condition 1.
+        unsafe {
+            if to_pinned {
+                crate::copy::copy_to_pinned(dst, src, len)
+            } else {
+                crate::copy::copy_from_pinned(dst, src, len)
+            }
+        }
+    }
+
+    fn staged_upload(
+        &mut self,
+        dst: u64,
+        src: *const u8,
+        bytes: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (base, cap) = self.window_for(bytes, stream.context())?;
+        let raw = stream.as_raw();
+        if bytes <= PIPELINE_MIN_BYTES {
+            // SAFETY: `src` holds `bytes` (the caller's slice); `base` holds `cap >=
+            // bytes`; pinned memory is ours.
+            unsafe { self.host_copy(base, src, bytes, true) };
+            // SAFETY: ranges as above; the stream is synchronised before return.
+            unsafe { result::memcpy_htod_async(dst, base.cast(), bytes, raw) }?;
+            return stream.synchronize();
+        }
+        let plan = Plan::new(bytes, cap);
+        if plan.reuses() {
+            self.ensure_events(plan.slots, stream.context())?;
+        }
+        for k in 0..plan.chunks {
+            let (off, len, slot) = plan.chunk(k);
+            // SAFETY: slot offsets stay within `cap` (Plan); `k >= slots` only when
+            // reusing, where events exist.
+            let p = unsafe { base.add(slot * plan.chunk_bytes) };
+            if k >= plan.slots {
+                self.events[slot].synchronize()?;
+            }
+            // SAFETY: `src + off .. + len` is inside the caller's slice; the slot is
+            // free (its previous DMA completed, waited on above).
+            unsafe { self.host_copy(p, src.add(off), len, true) };
+            // SAFETY: `dst + off + len <= dst + bytes`, inside the device buffer; the
+            // slot is not rewritten before its event completes.
+            unsafe { result::memcpy_htod_async(dst + off as u64, p.cast(), len, raw) }?;
+            if plan.reuses() {
+                self.events[slot].record(stream)?;
+            }
+        }
+        stream.synchronize()
+    }
+
+    fn staged_download(
+        &mut self,
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let (base, cap) = self.window_for(bytes, stream.context())?;
+        let raw = stream.as_raw();
+        if bytes <= PIPELINE_MIN_BYTES {
+            // SAFETY: `base` holds `cap >= bytes`; the host does not touch it until the
+            // stream is synchronised.
+            unsafe { result::memcpy_dtoh_async(base.cast(), src, bytes, raw) }?;
+            stream.synchronize()?;
+            // SAFETY: `dst` is the caller's slice of `bytes`; the DMA has landed.
+            unsafe { self.host_copy(dst, base, bytes, false) };
+            return Ok(());
+        }
+        let plan = Plan::new(bytes, cap);
+        self.ensure_events(plan.slots, stream.context())?;
+        let issue = |me: &mut Self, k: usize| -> Result<()> {
+            let (off, len, slot) = plan.chunk(k);
+            // SAFETY: the slot lies inside the window; its previous contents were
+            // already copied out by the host (the loop below runs in order).
+            unsafe {
+                result::memcpy_dtoh_async(
+                    base.add(slot * plan.chunk_bytes).cast(),
+                    src + off as u64,
+                    len,
+                    raw,
+                )
+            }?;
+            me.events[slot].record(stream)
+        };
+        for k in 0..plan.slots.min(plan.chunks) {
+            issue(self, k)?;
+        }
+        for k in 0..plan.chunks {
+            let (off, len, slot) = plan.chunk(k);
+            self.events[slot].synchronize()?;
+            // SAFETY: the chunk's DMA has landed; `dst + off .. + len` is inside the
+            // caller's slice.
+            unsafe { self.host_copy(dst.add(off), base.add(slot * plan.chunk_bytes), len, false) };
+            if k + plan.slots < plan.chunks {
+                issue(self, k + plan.slots)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for StagingBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StagingBuffer")
+            .field("capacity", &self.capacity())
+            .field("stage_max", &self.stage_max)
+            .field("copy_threads", &self.copy_threads)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// How a pipelined transfer is cut: `chunks` pieces of `chunk_bytes` (the last may
+/// be shorter), going round `slots` slots of the pinned window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Plan {
+    bytes: usize,
+    chunk_bytes: usize,
+    chunks: usize,
+    slots: usize,
+}
+
+impl Plan {
+    fn new(bytes: usize, window: usize) -> Plan {
+        // About four to eight chunks: enough overlap, few per-chunk driver calls.
+        let chunk_bytes = (bytes / 4)
+            .clamp(256 << 10, 2 << 20)
+            .next_multiple_of(64 << 10)
+            .min(window);
+        let chunks = bytes.div_ceil(chunk_bytes);
+        let slots = (window / chunk_bytes).clamp(1, MAX_SLOTS).min(chunks);
+        Plan {
+            bytes,
+            chunk_bytes,
+            chunks,
+            slots,
+        }
+    }
+
+    fn reuses(&self) -> bool {
+        self.chunks > self.slots
+    }
+
+    /// (offset, length, slot) of chunk `k`.
+    fn chunk(&self, k: usize) -> (usize, usize, usize) {
+        let off = k * self.chunk_bytes;
+        (off, self.chunk_bytes.min(self.bytes - off), k % self.slots)
+    }
+}
+
+/// The growth policy: at least `required`, at least 1.5x the old capacity (so sizes
+/// creeping up by a few bytes do not re-pin each time), rounded up to 64 KiB.
+pub(crate) fn grow_capacity(old: usize, required: usize) -> Result<usize> {
+    let overflow = || Error::SizeOverflow {
+        op: "StagingBuffer grow",
+        n: required,
+        elem_bytes: 1,
+    };
+    let target = required.max(old.saturating_add(old / 2));
+    match target.checked_next_multiple_of(GROW_GRANULE_BYTES) {
+        Some(c) => Ok(c),
+        None => required
+            .checked_next_multiple_of(GROW_GRANULE_BYTES)
+            .ok_or_else(overflow),
+    }
+}
+
+/// Validates a transfer of `n` elements against `buf` and `stream`; returns bytes.
+fn check_transfer<T: StagingPod>(
+    op: &'static str,
+    n: usize,
+    buf: &DeviceBuffer<T>,
+    stream: &Stream,
+) -> Result<usize> {
+    let bytes = byte_len::<T>(op, n)?;
+    if n > buf.len() {
+        return Err(Error::ExceedsDeviceBuffer {
+            op,
+            n,
+            len: buf.len(),
+        });
+    }
+    if !buf.context().same_as(stream.context()) {
+        return Err(Error::ContextMismatch {
+            op,
+            what: "the device buffer",
+        });
+    }
+    Ok(bytes)
+}
+
+fn cast_mut<T: StagingPod>(bytes: &mut [u8]) -> Result<&mut [T]> {
+    bytemuck::try_cast_slice_mut(bytes)
+        .map_err(|e| internal(&format!("pinned bytes cannot be viewed as elements: {e}")))
+}
+
+fn internal(what: &str) -> Error {
+    Error::InvalidArgument {
+        op: "StagingBuffer (internal)",
+        reason: what.to_owned(),
+    }
+}
+
+/// The copy-thread default: half the cores, at least 1, at most 8.
+pub fn default_copy_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 8))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The largest size up to which staging won at every timed size, `usize::MAX` when it
+/// always won, 0 when it lost at the smallest.
+fn threshold_from(samples: &[CalibrationSample], direction: Direction) -> usize {
+    let mut last_win = 0;
+    for s in samples.iter().filter(|s| s.direction == direction) {
+        if s.staged_us > s.pageable_us {
+            return last_win;
+        }
+        last_win = s.bytes;
+    }
+    usize::MAX
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_is_at_least_required_and_one_and_a_half_times() {
+        assert_eq!(grow_capacity(0, 1).unwrap(), 64 << 10);
+        assert_eq!(grow_capacity(0, 150_528).unwrap(), 192 << 10);
+        // Creeping by a few bytes re-pins far less than once per step.
+        let mut cap = grow_capacity(0, 150_528).unwrap();
+        let mut grows = 0;
+        for extra in (0..200_000).step_by(16) {
+            let want = 150_528 + extra;
+            if want > cap {
+                cap = grow_capacity(cap, want).unwrap();
+                grows += 1;
+            }
+        }
+        assert!(grows <= 3, "{grows} grows");
+        assert!(cap >= 350_528);
+        assert_eq!(grow_capacity(1 << 20, (1 << 20) + 1).unwrap(), 3 << 19);
+        assert_eq!(grow_capacity(1 << 20, 8 << 20).unwrap(), 8 << 20);
+    }
+
+    #[test]
+    fn growth_near_usize_max_is_an_error_not_a_panic() {
+        assert!(matches!(
+            grow_capacity(0, usize::MAX),
+            Err(Error::SizeOverflow { .. })
+        ));
+        let big = usize::MAX / 4 * 3;
+        assert_eq!(
+            grow_capacity(big, big + 1).unwrap(),
+            (big + 1).next_multiple_of(64 << 10)
+        );
+    }
+
+    #[test]
+    fn plans_cover_every_byte_exactly_once_within_the_window() {
+        for &(bytes, window) in &[
+            (1usize << 20 | 1, 2 << 20),
+            (4_915_200, 4_915_200 + 1000),
+            (64 << 20, PIPELINE_WINDOW_BYTES),
+            (16 << 20, 16 << 20),
+            (3 << 20, 1 << 20),
+            (9 << 20, PIPELINE_WINDOW_BYTES),
+        ] {
+            let p = Plan::new(bytes, window);
+            assert!(p.slots >= 1 && p.slots <= MAX_SLOTS);
+            assert!(p.slots * p.chunk_bytes <= window, "{p:?} window {window}");
+            let mut covered = 0;
+            for k in 0..p.chunks {
+                let (off, len, slot) = p.chunk(k);
+                assert_eq!(off, covered);
+                assert!(len > 0 && len <= p.chunk_bytes);
+                assert!(slot < p.slots);
+                covered += len;
+            }
+            assert_eq!(covered, bytes, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn threshold_is_the_largest_size_staging_won_up_to() {
+        let s = |bytes, staged_us, pageable_us| CalibrationSample {
+            direction: Direction::HostToDevice,
+            bytes,
+            staged_us,
+            pageable_us,
+        };
+        assert_eq!(
+            threshold_from(&[s(1, 1.0, 2.0), s(2, 1.0, 2.0)], Direction::HostToDevice),
+            usize::MAX
+        );
+        assert_eq!(
+            threshold_from(
+                &[s(1, 1.0, 2.0), s(2, 3.0, 2.0), s(4, 1.0, 2.0)],
+                Direction::HostToDevice
+            ),
+            1
+        );
+        assert_eq!(
+            threshold_from(&[s(1, 3.0, 2.0)], Direction::HostToDevice),
+            0
+        );
+        assert_eq!(
+            threshold_from(&[s(1, 3.0, 2.0)], Direction::DeviceToHost),
+            usize::MAX
+        );
+    }
+
+    #[test]
+    fn new_pins_nothing_and_defaults_are_documented() {
+        let s = StagingBuffer::new();
+        assert_eq!(s.capacity(), 0);
+        assert_eq!(s.stats(), StagingStats::default());
+        assert_eq!(s.auto_stage_max_bytes(), usize::MAX);
+        assert!(s.copy_threads() >= 1 && s.copy_threads() <= 8);
+    }
+
+    #[test]
+    fn thresholds_are_set_per_direction_and_together() {
+        let mut s = StagingBuffer::new();
+        s.set_auto_stage_max_bytes(crate::DEFAULT_AUTO_STAGE_MAX_BYTES);
+        assert_eq!(s.auto_stage_max_bytes(), 512 * 1024);
+        s.set_stage_max_bytes(Direction::DeviceToHost, 0);
+        assert_eq!(s.stage_max_bytes(Direction::HostToDevice), 512 * 1024);
+        assert_eq!(s.auto_stage_max_bytes(), 0);
+        s.set_auto_stage_max_bytes(usize::MAX);
+        assert_eq!(s.stage_max_bytes(Direction::DeviceToHost), usize::MAX);
+        s.set_copy_threads(0);
+        assert_eq!(s.copy_threads(), 1);
+    }
+}

@@ -1,0 +1,99 @@
+//! Host copies into and out of pinned memory.
+//!
+//! Into pinned memory that the DMA engine reads next, non-temporal stores win: bytes
+//! written with ordinary stores sit dirty in the CPU caches and the following DMA
+//! pays for snooping them (measured on our H200 host: 150 KiB DMA in ~15 µs after
+//! ordinary stores, ~11 µs after non-temporal ones). x86-64 always has SSE2's
+//! `movntdq`; elsewhere this falls back to a plain copy.
+
+/// Copies `len` bytes into pinned memory, bypassing the caches where the CPU allows.
+///
+/// # Safety
+/// 1. `src` is readable and `dst` writable for `len` bytes; the ranges do not overlap.
+#[inline]
+pub(crate) unsafe fn copy_to_pinned(dst: *mut u8, src: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if len >= 4096 {
+            // SAFETY: condition 1 passes through.
+            unsafe { copy_nt_x86_64(dst, src, len) };
+            return;
+        }
+    }
+    // SAFETY: condition 1.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
+}
+
+/// Copies `len` bytes out of pinned memory (plain copy: non-temporal loads gain
+/// nothing on write-back memory).
+///
+/// # Safety
+/// 1. `src` is readable and `dst` writable for `len` bytes; the ranges do not overlap.
+#[inline]
+pub(crate) unsafe fn copy_from_pinned(dst: *mut u8, src: *const u8, len: usize) {
+    // SAFETY: condition 1.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
+}
+
+/// # Safety
+/// 1. As [`copy_to_pinned`].
+#[cfg(target_arch = "x86_64")]
+unsafe fn copy_nt_x86_64(dst: *mut u8, src: *const u8, len: usize) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+
+    // Head: plain copy up to the first 64-byte boundary of `dst`.
+    let head = dst.align_offset(64).min(len);
+    // SAFETY: `head <= len` (condition 1).
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, head) };
+    let body = (len - head) / 64 * 64;
+    let mut i = head;
+    while i < head + body {
+        // SAFETY: `i + 64 <= len`, so all loads and stores are in range (condition 1);
+        // `dst + i` is 64-byte aligned, as `_mm_stream_si128` needs 16; loads are
+        // unaligned loads. SSE2 is part of the x86-64 baseline.
+        unsafe {
+            let s = src.add(i).cast::<__m128i>();
+            let d = dst.add(i).cast::<__m128i>();
+            let a = _mm_loadu_si128(s);
+            let b = _mm_loadu_si128(s.add(1));
+            let c = _mm_loadu_si128(s.add(2));
+            let e = _mm_loadu_si128(s.add(3));
+            _mm_stream_si128(d, a);
+            _mm_stream_si128(d.add(1), b);
+            _mm_stream_si128(d.add(2), c);
+            _mm_stream_si128(d.add(3), e);
+        }
+        i += 64;
+    }
+    // SAFETY: the tail `[i, len)` is in range (condition 1).
+    unsafe { std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i) };
+    // SAFETY: `sfence` has no preconditions; it orders the streaming stores before
+    // whatever the caller does next (queueing the DMA that reads them).
+    unsafe { _mm_sfence() };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_copies_are_exact_at_every_alignment() {
+        let src: Vec<u8> = (0..20_000u32).map(|i| (i * 31 + 7) as u8).collect();
+        for &len in &[0usize, 1, 63, 64, 65, 4095, 4096, 4097, 10_000, 19_000] {
+            for so in [0usize, 1, 3, 17] {
+                for dof in [0usize, 5, 48] {
+                    let mut dst = vec![0u8; 20_100];
+                    // SAFETY: offsets + len stay inside both Vecs, which are distinct.
+                    unsafe { copy_to_pinned(dst.as_mut_ptr().add(dof), src.as_ptr().add(so), len) };
+                    assert_eq!(&dst[dof..dof + len], &src[so..so + len]);
+                    assert!(dst[..dof].iter().all(|&b| b == 0));
+                    assert!(dst[dof + len..].iter().all(|&b| b == 0));
+                    let mut back = vec![0u8; len];
+                    // SAFETY: as above.
+                    unsafe { copy_from_pinned(back.as_mut_ptr(), dst.as_ptr().add(dof), len) };
+                    assert_eq!(back, &src[so..so + len]);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! [`StagingStats`].
+
+/// Counters describing how a [`crate::StagingBuffer`] has been used.
+///
+/// Every counter only grows, except through [`crate::StagingBuffer::reset_stats`].
+/// A steady loop of transfers that fit the current capacity leaves `allocations`
+/// unchanged: that is how a caller proves nothing is re-pinned per frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StagingStats {
+    /// Pinned allocations made (first use, each growth, `reserve`, `with_capacity`).
+    pub allocations: u64,
+    /// Transfers that went through the pinned buffer: every `upload_with` /
+    /// `download_into`, and `upload` / `download` routed to staging.
+    pub staged_transfers: u64,
+    /// `upload` / `download` transfers handed to the driver's pageable path
+    /// (above the routing threshold).
+    pub direct_transfers: u64,
+    /// `upload` / `download` transfers whose host slice was already page-locked
+    /// (a `PinnedBuffer`, a `HostRegistration`, driver-allocated memory): DMA straight
+    /// from or into it, no host copy.
+    pub pinned_source_transfers: u64,
+    /// Bytes moved host to device, all paths.
+    pub bytes_uploaded: u64,
+    /// Bytes moved device to host, all paths.
+    pub bytes_downloaded: u64,
+    /// The largest pinned capacity held so far, in bytes.
+    pub peak_capacity_bytes: usize,
+}
+
+impl StagingStats {
+    /// All transfers counted, whatever path they took.
+    pub fn transfers(&self) -> u64 {
+        self.staged_transfers + self.direct_transfers + self.pinned_source_transfers
+    }
+}

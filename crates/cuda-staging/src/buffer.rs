@@ -783,6 +783,47 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn growth_policy_holds_for_any_sizes(old in 0usize..(1 << 44), required in proptest::prelude::any::<usize>()) {
+            match grow_capacity(old, required) {
+                Ok(cap) => {
+                    proptest::prop_assert!(cap >= required);
+                    proptest::prop_assert_eq!(cap % GROW_GRANULE_BYTES, 0);
+                    if let Some(target) = old.checked_add(old / 2).and_then(|t| t.checked_next_multiple_of(GROW_GRANULE_BYTES)) {
+                        if required <= target {
+                            proptest::prop_assert!(cap >= old + old / 2);
+                        }
+                    }
+                }
+                Err(e) => {
+                    proptest::prop_assert!(required.checked_next_multiple_of(GROW_GRANULE_BYTES).is_none());
+                    let is_overflow = matches!(e, Error::SizeOverflow { .. });
+                    proptest::prop_assert!(is_overflow);
+                }
+            }
+        }
+
+        #[test]
+        fn any_plan_covers_every_byte_once_inside_the_window(
+            bytes in (PIPELINE_MIN_BYTES + 1)..(512usize << 20),
+            window in (64usize << 10)..(80usize << 20),
+        ) {
+            let p = Plan::new(bytes, window);
+            proptest::prop_assert!(p.slots >= 1 && p.slots <= MAX_SLOTS);
+            proptest::prop_assert!(p.slots * p.chunk_bytes <= window);
+            let (mut covered, mut k) = (0, 0);
+            while k < p.chunks {
+                let (off, len, slot) = p.chunk(k);
+                proptest::prop_assert_eq!(off, covered);
+                proptest::prop_assert!(len >= 1 && len <= p.chunk_bytes && slot < p.slots);
+                covered += len;
+                k += 1;
+            }
+            proptest::prop_assert_eq!(covered, bytes);
+        }
+    }
+
     #[test]
     fn threshold_is_the_largest_size_staging_won_up_to() {
         let s = |bytes, staged_us, pageable_us| CalibrationSample {

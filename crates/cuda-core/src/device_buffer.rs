@@ -69,6 +69,10 @@ impl<T: Pod> DeviceBuffer<T> {
             let _g = buf.ctx.enter()?;
             // SAFETY: `ptr` is our allocation of exactly `byte_len` bytes.
             unsafe { result::memset_d8(buf.ptr, 0, buf.byte_len()) }?;
+            // cuMemsetD8 may return before it finishes (it runs on the legacy default
+            // stream, which non-blocking streams do not wait for): finish it here.
+            // SAFETY: the null stream is always valid in the current context.
+            unsafe { result::stream_synchronize(std::ptr::null_mut()) }?;
         }
         Ok(buf)
     }
@@ -121,8 +125,9 @@ impl<T: Pod> DeviceBuffer<T> {
         &self.ctx
     }
 
-    /// Copies all of `src` to the device, synchronously, through the driver's
-    /// pageable path (`cuMemcpyHtoD`). `src.len()` must equal `self.len()`.
+    /// Copies all of `src` to the device through the driver's pageable path
+    /// (`cuMemcpyHtoD`), returning once it has landed. `src.len()` must equal
+    /// `self.len()`.
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         if src.len() != self.len {
             return Err(Error::LengthMismatch {
@@ -136,8 +141,12 @@ impl<T: Pod> DeviceBuffer<T> {
         }
         let _g = self.ctx.enter()?;
         // SAFETY: the device allocation and `src` both hold `byte_len` bytes; the copy
-        // is synchronous, so `src` outlives it.
-        unsafe { result::memcpy_htod(self.ptr, src.as_ptr().cast::<c_void>(), self.byte_len()) }
+        // has read `src` when it returns.
+        unsafe { result::memcpy_htod(self.ptr, src.as_ptr().cast::<c_void>(), self.byte_len()) }?;
+        // From pageable memory cuMemcpyHtoD returns once the bytes are staged, before
+        // the DMA lands; wait for it so the copy is complete for every stream.
+        // SAFETY: the null stream is always valid in the current context.
+        unsafe { result::stream_synchronize(std::ptr::null_mut()) }
     }
 
     /// Copies the whole buffer into `dst`, synchronously (`cuMemcpyDtoH`).

@@ -32,8 +32,15 @@ impl Event {
         })
     }
 
-    /// Records the event at the current end of `stream`.
+    /// Records the event at the current end of `stream`, which must belong to the
+    /// event's context.
     pub fn record(&self, stream: &Stream) -> Result<()> {
+        if !stream.context().same_as(&self.ctx) {
+            return Err(crate::Error::ContextMismatch {
+                op: "Event::record",
+                what: "the event",
+            });
+        }
         // SAFETY: both handles are alive while borrowed.
         unsafe { result::event_record(self.raw, stream.as_raw()) }
     }

@@ -34,6 +34,7 @@ impl<T: Pod> PinnedBuffer<T> {
     /// driver's error (e.g. out of memory).
     pub fn alloc(len: usize) -> Result<PinnedBuffer<T>> {
         let bytes = byte_len::<T>("PinnedBuffer::alloc", len)?;
+        check_align::<T>()?;
         if bytes == 0 {
             return Ok(PinnedBuffer {
                 ptr: NonNull::dangling(),
@@ -47,6 +48,7 @@ impl<T: Pod> PinnedBuffer<T> {
     /// Pins `len` zeroed elements in `ctx`, whatever is current.
     pub fn alloc_in(ctx: &Context, len: usize) -> Result<PinnedBuffer<T>> {
         let bytes = byte_len::<T>("PinnedBuffer::alloc_in", len)?;
+        check_align::<T>()?;
         if bytes == 0 {
             return Ok(PinnedBuffer {
                 ptr: NonNull::dangling(),
@@ -91,6 +93,19 @@ impl<T: Pod> PinnedBuffer<T> {
         self.ctx.as_ref()
     }
 }
+
+/// The driver guarantees page alignment; larger alignments cannot be honoured.
+fn check_align<T>() -> Result<()> {
+    if std::mem::align_of::<T>() > PAGE_BYTES {
+        return Err(crate::Error::InvalidArgument {
+            op: "PinnedBuffer::alloc",
+            reason: format!("element alignment {} exceeds the {PAGE_BYTES}-byte page alignment of pinned memory", std::mem::align_of::<T>()),
+        });
+    }
+    Ok(())
+}
+
+const PAGE_BYTES: usize = 4096;
 
 impl<T: Pod> Deref for PinnedBuffer<T> {
     type Target = [T];

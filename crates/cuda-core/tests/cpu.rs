@@ -1,0 +1,337 @@
+//! CPU-tier integration tests of `cuda-core`: they need no GPU and no driver, and
+//! pass on a GPU machine too (nothing here depends on whether `libcuda` loads,
+//! except `no_driver_is_an_ordinary_error`, which checks both cases).
+//!
+//! The unit tests in `src/` already cover `byte_len` basics, overflow of
+//! `DeviceBuffer::alloc(usize::MAX / 2)` / `PinnedBuffer::<u32>::alloc(usize::MAX)`,
+//! zero-length `PinnedBuffer`s, the Display of `Driver(2)`, `ExceedsDeviceBuffer`,
+//! `LengthMismatch`, `DriverSymbolMissing` and unknown codes; these tests add the
+//! rest.
+
+use cuda_core::result::{check, is_page_locked};
+use cuda_core::sys::{self, LoadError};
+use cuda_core::{
+    byte_len, Context, ContextGuard, DeviceBuffer, DriverError, Error, Event, HostRegistration,
+    PinnedBuffer, Stream,
+};
+
+// Owning handles must not be duplicable: a copy would free (or destroy) twice.
+static_assertions::assert_not_impl_any!(DeviceBuffer<u8>: Clone, Copy);
+static_assertions::assert_not_impl_any!(PinnedBuffer<u8>: Clone, Copy);
+static_assertions::assert_not_impl_any!(Stream: Clone, Copy);
+static_assertions::assert_not_impl_any!(Event: Clone, Copy);
+// A guard pops the context on the thread that pushed it: neither Send nor Sync.
+static_assertions::assert_not_impl_any!(ContextGuard<'static>: Send, Sync);
+// A registration can move to another thread with its borrow (the driver call to
+// unregister does not care which thread makes it).
+static_assertions::assert_impl_all!(HostRegistration<'static, u32>: Send, Sync);
+static_assertions::assert_impl_all!(Error: Clone, PartialEq, Eq, std::fmt::Debug, std::fmt::Display);
+static_assertions::assert_impl_all!(DriverError: Copy, Send, Sync, std::fmt::Debug);
+static_assertions::assert_impl_all!(Context: std::fmt::Debug, PartialEq, Eq);
+// Compile-time: `HostRegistration::new` takes the slice's unique borrow, so two
+// registrations of overlapping memory cannot coexist; e.g.
+//     let a = HostRegistration::new(&ctx, &mut v[..])?;
+//     let b = HostRegistration::new(&ctx, &mut v[1..])?; // error[E0499]
+// is rejected by the borrow checker. (Not tested with trybuild.)
+
+#[test]
+fn device_buffer_alloc_overflow_is_size_overflow_before_any_driver_call() {
+    // With or without a driver the answer is exactly SizeOverflow: had a driver call
+    // come first, this would be DriverNotFound (no driver) or NoContext (no context
+    // current on this test thread).
+    let e = DeviceBuffer::<u64>::alloc(usize::MAX).unwrap_err();
+    assert_eq!(
+        e,
+        Error::SizeOverflow {
+            op: "DeviceBuffer::alloc",
+            n: usize::MAX,
+            elem_bytes: 8
+        }
+    );
+    // zeroed goes through the same check.
+    let e = DeviceBuffer::<f64>::zeroed(usize::MAX).unwrap_err();
+    assert_eq!(
+        e,
+        Error::SizeOverflow {
+            op: "DeviceBuffer::alloc",
+            n: usize::MAX,
+            elem_bytes: 8
+        }
+    );
+    // The first element count that overflows, with an odd element size.
+    let n = usize::MAX / 3 + 1;
+    let e = DeviceBuffer::<[u8; 3]>::alloc(n).unwrap_err();
+    assert_eq!(
+        e,
+        Error::SizeOverflow {
+            op: "DeviceBuffer::alloc",
+            n,
+            elem_bytes: 3
+        }
+    );
+}
+
+#[test]
+fn pinned_buffer_alloc_overflow_is_size_overflow_before_any_driver_call() {
+    let e = PinnedBuffer::<u64>::alloc(usize::MAX).unwrap_err();
+    assert_eq!(
+        e,
+        Error::SizeOverflow {
+            op: "PinnedBuffer::alloc",
+            n: usize::MAX,
+            elem_bytes: 8
+        }
+    );
+    let n = usize::MAX / 16 + 1;
+    let e = PinnedBuffer::<[u64; 2]>::alloc(n).unwrap_err();
+    assert_eq!(
+        e,
+        Error::SizeOverflow {
+            op: "PinnedBuffer::alloc",
+            n,
+            elem_bytes: 16
+        }
+    );
+}
+
+#[test]
+fn byte_len_is_exact_at_the_overflow_boundary() {
+    let max_n = usize::MAX / 8;
+    assert_eq!(byte_len::<u64>("probe", max_n), Ok(max_n * 8));
+    assert_eq!(
+        byte_len::<u64>("probe", max_n + 1),
+        Err(Error::SizeOverflow {
+            op: "probe",
+            n: max_n + 1,
+            elem_bytes: 8
+        })
+    );
+    // Zero-sized elements never overflow.
+    assert_eq!(byte_len::<()>("probe", usize::MAX), Ok(0));
+    assert_eq!(byte_len::<[u32; 0]>("probe", usize::MAX), Ok(0));
+}
+
+#[test]
+fn pinned_buffer_of_zero_sized_elements_pins_nothing() {
+    // Zero bytes: no driver call, no context, works without a driver.
+    let p = PinnedBuffer::<()>::alloc(1000).expect("zero bytes need no driver");
+    assert_eq!(p.len(), 1000);
+    assert!(!p.is_empty());
+    assert_eq!(p.byte_len(), 0);
+    assert!(p.context().is_none());
+    assert_eq!(p.iter().count(), 1000);
+}
+
+#[test]
+fn error_display_names_the_numbers() {
+    assert_eq!(
+        Error::InvalidDevice {
+            ordinal: 3,
+            count: 1
+        }
+        .to_string(),
+        "CUDA device 3 requested but 1 device(s) found"
+    );
+    assert_eq!(
+        Error::NoContext.to_string(),
+        "no CUDA context is current on this thread: create one with Context::new or bind \
+         one with Context::bind_to_thread"
+    );
+    assert_eq!(
+        Error::SizeOverflow {
+            op: "DeviceBuffer::alloc",
+            n: usize::MAX,
+            elem_bytes: 8
+        }
+        .to_string(),
+        format!(
+            "DeviceBuffer::alloc of {} elements of 8 bytes overflows a byte count",
+            usize::MAX
+        )
+    );
+    assert_eq!(
+        Error::ContextMismatch {
+            op: "upload",
+            what: "device buffer"
+        }
+        .to_string(),
+        "upload: device buffer belongs to a different CUDA context than the stream"
+    );
+    assert_eq!(
+        Error::InvalidArgument {
+            op: "HostRegistration::new",
+            reason: "cannot register an empty slice".into()
+        }
+        .to_string(),
+        "invalid argument to HostRegistration::new: cannot register an empty slice"
+    );
+    assert_eq!(
+        Error::DriverNotFound {
+            library: "libcuda.so.1".into(),
+            reason: "cannot open shared object file".into()
+        }
+        .to_string(),
+        "CUDA driver library `libcuda.so.1` not found (is the NVIDIA driver installed?): \
+         cannot open shared object file"
+    );
+    assert_eq!(
+        Error::LengthMismatch {
+            op: "copy_to_host",
+            host: 0,
+            expected: 1
+        }
+        .to_string(),
+        "copy_to_host: host slice has 0 elements but the transfer needs 1"
+    );
+}
+
+#[test]
+fn check_turns_codes_into_named_driver_errors() {
+    assert_eq!(check(sys::CUDA_SUCCESS), Ok(()));
+    // Names and codes agree whether they come from the loaded driver or from the
+    // built-in table, so these hold on every machine.
+    let cases: &[(u32, &str)] = &[
+        (sys::CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE"),
+        (
+            sys::CUDA_ERROR_NOT_INITIALIZED,
+            "CUDA_ERROR_NOT_INITIALIZED",
+        ),
+        (sys::CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE"),
+        (sys::CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE"),
+        (
+            sys::CUDA_ERROR_INVALID_CONTEXT,
+            "CUDA_ERROR_INVALID_CONTEXT",
+        ),
+        (sys::CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY"),
+        (
+            sys::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+            "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+        ),
+        (700, "CUDA_ERROR_ILLEGAL_ADDRESS"),
+        (46, "CUDA_ERROR_DEVICE_UNAVAILABLE"),
+        (999, "CUDA_ERROR_UNKNOWN"),
+    ];
+    for &(code, name) in cases {
+        let e = check(code).unwrap_err();
+        assert_eq!(e.driver_code(), Some(code), "{e}");
+        let Error::Driver(d) = &e else {
+            panic!("check({code}) gave {e:?}, not Error::Driver");
+        };
+        assert_eq!(d.code(), code);
+        assert_eq!(d.name(), Some(name));
+        let description = d.description().expect("known codes have a description");
+        assert!(!description.is_empty(), "{code}");
+        // "NAME (code): description", as conventions.md asks.
+        assert_eq!(e.to_string(), format!("{name} ({code}): {description}"));
+        assert_eq!(format!("{d:?}"), format!("DriverError({e})"));
+    }
+}
+
+#[test]
+fn only_driver_errors_have_a_driver_code() {
+    let others = [
+        Error::NoContext,
+        Error::InvalidDevice {
+            ordinal: 1,
+            count: 1,
+        },
+        Error::SizeOverflow {
+            op: "x",
+            n: 1,
+            elem_bytes: 1,
+        },
+        Error::DriverNotFound {
+            library: "l".into(),
+            reason: "r".into(),
+        },
+    ];
+    for e in others {
+        assert_eq!(e.driver_code(), None, "{e:?}");
+    }
+    assert_eq!(
+        Error::Driver(DriverError::new(123_456)).driver_code(),
+        Some(123_456)
+    );
+}
+
+#[test]
+fn missing_driver_library_converts_to_driver_not_found() {
+    let lib = "libdefinitely-not-cuda.so";
+    let load_err = sys::Driver::load_from(lib).unwrap_err();
+    let LoadError::LibraryNotFound { library, reason } = &load_err else {
+        panic!("expected LibraryNotFound, got {load_err:?}");
+    };
+    assert_eq!(library, lib);
+    assert!(!reason.is_empty(), "the loader's message is kept");
+    let (library, reason) = (library.clone(), reason.clone());
+
+    let e: Error = load_err.clone().into();
+    assert_eq!(
+        e,
+        Error::DriverNotFound {
+            library: lib.to_owned(),
+            reason: reason.clone()
+        }
+    );
+    assert_eq!(e.driver_code(), None);
+    // Both layers say the same thing, naming the library and the loader's reason.
+    assert_eq!(e.to_string(), load_err.to_string());
+    assert!(e.to_string().contains(&library), "{e}");
+    assert!(e.to_string().ends_with(&reason), "{e}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn library_without_cuda_symbols_converts_to_driver_symbol_missing() {
+    let e: Error = sys::Driver::load_from("libc.so.6").unwrap_err().into();
+    assert_eq!(
+        e,
+        Error::DriverSymbolMissing {
+            library: "libc.so.6".into(),
+            symbol: "cuInit"
+        }
+    );
+}
+
+#[test]
+fn no_driver_is_an_ordinary_error() {
+    match sys::driver() {
+        Err(load_err) => {
+            // No driver on this machine: every entry point that needs it says so,
+            // naming the library searched; nothing panics.
+            let expected = Error::from(load_err.clone());
+            assert!(
+                matches!(&expected, Error::DriverNotFound { library, .. } if library == sys::DRIVER_LIBRARY),
+                "{expected:?}"
+            );
+            assert_eq!(Context::new(0).unwrap_err(), expected);
+            assert_eq!(Context::device_count().unwrap_err(), expected);
+            assert_eq!(Context::driver_version().unwrap_err(), expected);
+            assert_eq!(Context::current().unwrap_err(), expected);
+            assert_eq!(DeviceBuffer::<f32>::alloc(4).unwrap_err(), expected);
+            assert_eq!(DeviceBuffer::<f32>::zeroed(4).unwrap_err(), expected);
+            assert_eq!(PinnedBuffer::<f32>::alloc(4).unwrap_err(), expected);
+            // The failure is remembered, not retried into something else.
+            assert_eq!(sys::driver().unwrap_err(), load_err);
+            let v = [1u8; 8];
+            assert!(!is_page_locked(v.as_ptr().cast()));
+        }
+        Ok(d) => {
+            // A driver is present (GPU machine): the no-driver path cannot be
+            // exercised here; check the driver answers at all.
+            eprintln!("driver present ({}): no-driver checks skipped", d.library());
+            assert_eq!(d.library(), sys::DRIVER_LIBRARY);
+            Context::device_count().expect("a loaded driver answers device_count");
+        }
+    }
+}
+
+#[test]
+fn ordinary_memory_is_not_page_locked() {
+    // Never fails, with or without a driver.
+    let v: Vec<u64> = (0..4096).map(|i| i * 3 + 1).collect();
+    assert!(!is_page_locked(v.as_ptr().cast()));
+    let on_stack = [7u32; 16];
+    assert!(!is_page_locked(on_stack.as_ptr().cast()));
+    assert!(!is_page_locked(std::ptr::null()));
+}

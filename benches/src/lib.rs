@@ -1,1 +1,546 @@
-//! Shared helpers for the benchmarks.
+//! Shared setup for the criterion benchmarks in `benches/transfers.rs`.
+//!
+//! The benchmark compares, per transfer size and direction, every honest way this
+//! workspace (and cudarc) offers to move bytes between host and device, all in one
+//! process, on one [`Context`] and one non-blocking [`Stream`]:
+//!
+//! | column | what one iteration does |
+//! |---|---|
+//! | `pageable` | `DeviceBuffer::copy_from_host` / `copy_to_host` with an ordinary `Vec` (synchronous `cuMemcpyHtoD` / `DtoH`) |
+//! | `pageable-async` | `cuMemcpyHtoDAsync` / `DtoHAsync` from / to the same `Vec` on the stream, then a stream sync |
+//! | `copy-in` | `StagingBuffer::upload` / `download` with the same `Vec` |
+//! | `copy-in-registered` | `StagingBuffer::upload` / `download` with a `Vec` page-locked by `HostRegistration` |
+//! | `resident` | `StagingBuffer::upload_with` / `download_into`: the data already lives in pinned memory |
+//! | `raw-pinned` | `cuMemcpy*Async` from / to a `PinnedBuffer` plus a stream sync: the floor |
+//! | `cudarc-pinned` | cudarc 0.19: `memcpy_htod` / `memcpy_dtoh` with its `alloc_pinned` slice, then `synchronize` |
+//! | `cudarc-pageable` | cudarc 0.19: the same with an ordinary `Vec` |
+//!
+//! Naming contract with the `xtask` renderer: criterion group `"{H2D|D2H}/{bytes}"`
+//! ([`group_id`]), function id = column name ([`COLUMNS`]).
+//!
+//! Settings: [`BenchSettings::from_env`] (`BENCH_QUICK=1` for a smoke run).
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::ffi::c_void;
+use std::fmt::Display;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, SamplingMode};
+use cuda_core::{result, Context, DeviceBuffer, Error, PinnedBuffer, Stream};
+
+pub use cudarc;
+
+/// Column (criterion function id) names, in the order they are run and rendered.
+pub mod column {
+    /// `DeviceBuffer::copy_from_host` / `copy_to_host` from / to an ordinary `Vec`.
+    pub const PAGEABLE: &str = "pageable";
+    /// The driver's async pageable path on our non-blocking stream, then a sync.
+    pub const PAGEABLE_ASYNC: &str = "pageable-async";
+    /// `StagingBuffer::upload` / `download` from / to an ordinary `Vec`.
+    pub const COPY_IN: &str = "copy-in";
+    /// `StagingBuffer::upload` / `download` from / to a `HostRegistration`'d `Vec`.
+    pub const COPY_IN_REGISTERED: &str = "copy-in-registered";
+    /// `StagingBuffer::upload_with` / `download_into`.
+    pub const RESIDENT: &str = "resident";
+    /// `PinnedBuffer` + `cuMemcpy*Async` + `cuStreamSynchronize`: the floor.
+    pub const RAW_PINNED: &str = "raw-pinned";
+    /// cudarc 0.19 from / to its pinned host slice.
+    pub const CUDARC_PINNED: &str = "cudarc-pinned";
+    /// cudarc 0.19 from / to an ordinary `Vec`.
+    pub const CUDARC_PAGEABLE: &str = "cudarc-pageable";
+}
+
+/// Every column, in run order.
+pub const COLUMNS: [&str; 8] = [
+    column::PAGEABLE,
+    column::PAGEABLE_ASYNC,
+    column::COPY_IN,
+    column::COPY_IN_REGISTERED,
+    column::RESIDENT,
+    column::RAW_PINNED,
+    column::CUDARC_PINNED,
+    column::CUDARC_PAGEABLE,
+];
+
+/// The seed's rows: 112×112×3, 128×128×3 and 640×640×3 `f32` tensors, in bytes.
+pub const SEED_SIZES_BYTES: [usize; 3] = [150_528, 196_608, 4_915_200];
+
+/// Smallest size of the power-of-two sweep: 4 KiB.
+pub const SWEEP_MIN_BYTES: usize = 4 << 10;
+
+/// Largest size of the power-of-two sweep: 64 MiB.
+pub const SWEEP_MAX_BYTES: usize = 64 << 20;
+
+/// Sizes from here up are sampled flat (the same iteration count per sample), so
+/// that slow large transfers do not multiply criterion's linear sampling time.
+pub const FLAT_SAMPLING_MIN_BYTES: usize = 1 << 20;
+
+/// The direction of a transfer, named as the renderer expects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Host to device.
+    HostToDevice,
+    /// Device to host.
+    DeviceToHost,
+}
+
+impl Direction {
+    /// Both directions, in run order.
+    pub const ALL: [Direction; 2] = [Direction::HostToDevice, Direction::DeviceToHost];
+
+    /// `"H2D"` or `"D2H"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Direction::HostToDevice => "H2D",
+            Direction::DeviceToHost => "D2H",
+        }
+    }
+}
+
+/// The criterion group id of one row: `"H2D/150528"`.
+pub fn group_id(direction: Direction, bytes: usize) -> String {
+    format!("{}/{bytes}", direction.label())
+}
+
+/// Every size of the full run, ascending: the power-of-two sweep from
+/// [`SWEEP_MIN_BYTES`] to [`SWEEP_MAX_BYTES`] (15 sizes) plus [`SEED_SIZES_BYTES`]: 18 sizes.
+pub fn full_sizes() -> Vec<usize> {
+    let mut sizes: Vec<usize> = std::iter::successors(Some(SWEEP_MIN_BYTES), |&b| b.checked_mul(2))
+        .take_while(|&b| b <= SWEEP_MAX_BYTES)
+        .chain(SEED_SIZES_BYTES)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// The smoke-run sizes, ascending: the seed sizes plus the two ends of the sweep.
+pub fn quick_sizes() -> Vec<usize> {
+    let mut sizes = vec![SWEEP_MIN_BYTES, SWEEP_MAX_BYTES];
+    sizes.extend(SEED_SIZES_BYTES);
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// How long and how often criterion measures, and which sizes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchSettings {
+    /// `BENCH_QUICK` was set: fewer sizes, shorter times.
+    pub quick: bool,
+    /// Transfer sizes in bytes, ascending.
+    pub sizes: Vec<usize>,
+    /// Criterion warm-up time per benchmark.
+    pub warm_up: Duration,
+    /// Criterion measurement time per benchmark.
+    pub measurement: Duration,
+    /// Criterion samples per benchmark.
+    pub sample_size: usize,
+    /// Bootstrap resamples of criterion's analysis.
+    pub nresamples: usize,
+}
+
+impl BenchSettings {
+    /// The full run: 18 sizes × 2 directions × 8 columns (288 benchmarks), under three
+    /// minutes.
+    pub fn full() -> BenchSettings {
+        BenchSettings {
+            quick: false,
+            sizes: full_sizes(),
+            warm_up: Duration::from_millis(100),
+            measurement: Duration::from_millis(350),
+            sample_size: 40,
+            nresamples: 2000,
+        }
+    }
+
+    /// The smoke run: 5 sizes, shorter times (about 15 seconds).
+    pub fn quick() -> BenchSettings {
+        BenchSettings {
+            quick: true,
+            sizes: quick_sizes(),
+            warm_up: Duration::from_millis(50),
+            measurement: Duration::from_millis(100),
+            sample_size: 20,
+            nresamples: 1000,
+        }
+    }
+
+    /// [`BenchSettings::quick`] when the environment variable `BENCH_QUICK` is set to
+    /// anything but empty or `0`, else [`BenchSettings::full`].
+    pub fn from_env() -> BenchSettings {
+        match std::env::var("BENCH_QUICK") {
+            Ok(v) if !v.is_empty() && v != "0" => BenchSettings::quick(),
+            _ => BenchSettings::full(),
+        }
+    }
+
+    /// The largest size.
+    pub fn max_bytes(&self) -> usize {
+        self.sizes.iter().copied().max().unwrap_or(0)
+    }
+
+    /// How many benchmarks a run with `columns` columns registers.
+    pub fn benchmark_count(&self, columns: usize) -> usize {
+        self.sizes.len() * Direction::ALL.len() * columns
+    }
+
+    /// A rough upper estimate of the run's wall time for `columns` columns: each
+    /// benchmark spends up to about 1.5× the warm-up (criterion doubles its batches
+    /// until the warm-up time is over), the measurement time, and ~20 ms of
+    /// analysis and file output.
+    pub fn estimated_run_time(&self, columns: usize) -> Duration {
+        let per_bench = self.warm_up.mul_f64(1.5) + self.measurement + Duration::from_millis(20);
+        per_bench * self.benchmark_count(columns) as u32
+    }
+
+    /// Criterion configured with these settings (no plots), then from the command
+    /// line (so `--list`, filters, `--sample-size` and the like still work).
+    pub fn criterion(&self) -> Criterion {
+        Criterion::default()
+            .warm_up_time(self.warm_up)
+            .measurement_time(self.measurement)
+            .sample_size(self.sample_size)
+            .nresamples(self.nresamples)
+            .without_plots()
+            .configure_from_args()
+    }
+
+    /// Linear sampling below [`FLAT_SAMPLING_MIN_BYTES`], flat from there up.
+    pub fn sampling_mode(&self, bytes: usize) -> SamplingMode {
+        if bytes >= FLAT_SAMPLING_MIN_BYTES {
+            SamplingMode::Flat
+        } else {
+            SamplingMode::Linear
+        }
+    }
+}
+
+/// What the bench binary was asked to do, read from its arguments the way criterion
+/// reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunMode {
+    /// `cargo bench` (`--bench`, or `--profile-time`): measure.
+    Bench,
+    /// `cargo test --benches` (no `--bench`, or `--test`): run each benchmark once.
+    Test,
+    /// `--list`: print the benchmark ids; needs no GPU.
+    List,
+}
+
+impl RunMode {
+    /// Reads the mode from the process arguments (the program name included or not).
+    pub fn from_args<I, S>(args: I) -> RunMode
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let (mut list, mut bench, mut test, mut profile) = (false, false, false, false);
+        for a in args {
+            match a.as_ref() {
+                "--list" => list = true,
+                "--bench" => bench = true,
+                "--test" => test = true,
+                "--profile-time" => profile = true,
+                s if s.starts_with("--profile-time=") => profile = true,
+                _ => {}
+            }
+        }
+        if list {
+            RunMode::List
+        } else if profile || (bench && !test) {
+            RunMode::Bench
+        } else {
+            RunMode::Test
+        }
+    }
+}
+
+/// Fills `buf` with a non-zero byte pattern that differs per position and per
+/// `seed` (never all zeros, never constant).
+pub fn fill_pattern(buf: &mut [u8], seed: u8) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        // 1..=251: never zero; period 251 (prime) so it does not line up with pages.
+        *b = ((i.wrapping_mul(131).wrapping_add(usize::from(seed) * 17)) % 251) as u8 + 1;
+    }
+}
+
+/// Prints `what: error` to stderr and exits with status 1 (no panic, no backtrace).
+pub fn exit_on_error<T, E: Display>(what: &str, r: Result<T, E>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("benches: {what}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Our side of the GPU: device 0's primary context, current on the calling thread,
+/// and one non-blocking stream.
+#[derive(Debug)]
+pub struct Gpu {
+    /// Device 0's retained primary context.
+    pub ctx: Context,
+    /// A non-blocking stream in `ctx`.
+    pub stream: Stream,
+}
+
+impl Gpu {
+    /// Opens device 0. The error message says why there is no GPU (no driver library,
+    /// no device, ...).
+    pub fn open() -> Result<Gpu, Error> {
+        let ctx = Context::new(0)?;
+        let stream = Stream::new(&ctx)?;
+        Ok(Gpu { ctx, stream })
+    }
+
+    /// One line naming the device and the driver, e.g.
+    /// `NVIDIA H200 (device 0), driver API 13.0`.
+    pub fn describe(&self) -> String {
+        let name = self
+            .ctx
+            .name()
+            .unwrap_or_else(|e| format!("<name unavailable: {e}>"));
+        let driver = Context::driver_version()
+            .map_or_else(|e| format!("<unknown: {e}>"), |(a, b)| format!("{a}.{b}"));
+        format!(
+            "{name} (device {}), driver API {driver}",
+            self.ctx.ordinal()
+        )
+    }
+}
+
+/// cudarc 0.19's side of the GPU, its documented way: `CudaContext::new(ordinal)`
+/// (the same primary context as [`Gpu`]) and `ctx.new_stream()` (non-blocking).
+#[derive(Debug)]
+pub struct CudarcGpu {
+    /// cudarc's context.
+    pub ctx: Arc<cudarc::driver::CudaContext>,
+    /// cudarc's non-blocking stream.
+    pub stream: Arc<cudarc::driver::CudaStream>,
+}
+
+/// cudarc's buffers for one size.
+#[derive(Debug)]
+pub struct CudarcBuffers {
+    /// `stream.alloc_zeros::<u8>(bytes)`, then filled with a pattern.
+    pub device: cudarc::driver::CudaSlice<u8>,
+    /// `ctx.alloc_pinned::<u8>(bytes)` (cudarc allocates it write-combined), filled
+    /// with a pattern.
+    pub pinned: cudarc::driver::PinnedHostSlice<u8>,
+}
+
+impl CudarcGpu {
+    /// Opens cudarc on the device `ours` uses, and checks that it shares our primary
+    /// context (so our context stays the current one whichever library binds last).
+    ///
+    /// Call only after [`Gpu::open`] succeeded: cudarc panics when it cannot load
+    /// the driver library, so this first checks that cudarc finds one.
+    pub fn open(ours: &Gpu) -> Result<CudarcGpu, String> {
+        // SAFETY: `is_culib_present` only tries to open the driver library by its
+        // usual names (running its initialisers, which our own loader already did)
+        // and drops it again; it touches no state of ours.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err("cudarc cannot find the CUDA driver library by its names".into());
+        }
+        let ctx = cudarc::driver::CudaContext::new(ours.ctx.ordinal())
+            .map_err(|e| format!("CudaContext::new: {e}"))?;
+        if !std::ptr::eq(
+            ctx.cu_ctx().cast::<c_void>(),
+            ours.ctx.as_raw().cast::<c_void>(),
+        ) {
+            return Err("cudarc's context is not the device's primary context".into());
+        }
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| format!("CudaContext::new_stream: {e}"))?;
+        // cudarc binds its context on every call; it is the same one, but keep ours
+        // explicitly current for the raw calls of this crate.
+        ours.ctx.bind_to_thread().map_err(|e| e.to_string())?;
+        Ok(CudarcGpu { ctx, stream })
+    }
+
+    /// Allocates cudarc's device slice and pinned host slice of `bytes` bytes, both
+    /// filled with the pattern of `seed`.
+    pub fn buffers(&self, bytes: usize, seed: u8) -> Result<CudarcBuffers, String> {
+        let mut device = self
+            .stream
+            .alloc_zeros::<u8>(bytes)
+            .map_err(|e| format!("alloc_zeros({bytes}): {e}"))?;
+        // SAFETY: `alloc_pinned` is unsafe only because the memory is left
+        // uninitialised; it is fully written with the pattern just below, before
+        // anything reads it.
+        let mut pinned = unsafe { self.ctx.alloc_pinned::<u8>(bytes) }
+            .map_err(|e| format!("alloc_pinned({bytes}): {e}"))?;
+        fill_pattern(
+            pinned
+                .as_mut_slice()
+                .map_err(|e| format!("PinnedHostSlice::as_mut_slice: {e}"))?,
+            seed,
+        );
+        self.stream
+            .memcpy_htod(&pinned, &mut device)
+            .and_then(|()| self.stream.synchronize())
+            .map_err(|e| format!("initial memcpy_htod: {e}"))?;
+        Ok(CudarcBuffers { device, pinned })
+    }
+}
+
+fn check_lengths(op: &'static str, host: usize, device: usize) -> Result<(), Error> {
+    if host == device {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch {
+            op,
+            host,
+            expected: device,
+        })
+    }
+}
+
+/// `cuMemcpyHtoDAsync` of all of `src` (pageable or not) into `dst` on `stream`,
+/// then `cuStreamSynchronize`. `src.len()` must equal `dst.len()`.
+///
+/// # Safety
+/// 1. `stream`'s context is current on the calling thread.
+pub unsafe fn htod_async_sync(
+    dst: &mut DeviceBuffer<u8>,
+    src: &[u8],
+    stream: &Stream,
+) -> Result<(), Error> {
+    check_lengths("htod_async_sync", src.len(), dst.len())?;
+    // SAFETY: `dst` is a live device allocation of `src.len()` bytes (checked above);
+    // `src` is borrowed, so readable and unmodified, until the synchronize below
+    // returns; `stream` is live (borrowed) and its context current (condition 1).
+    unsafe {
+        result::memcpy_htod_async(
+            dst.as_device_ptr(),
+            src.as_ptr().cast::<c_void>(),
+            src.len(),
+            stream.as_raw(),
+        )
+    }?;
+    // SAFETY: `stream` is a live stream (borrowed).
+    unsafe { result::stream_synchronize(stream.as_raw()) }
+}
+
+/// `cuMemcpyDtoHAsync` of all of `src` into `dst` (pageable or not) on `stream`, then
+/// `cuStreamSynchronize`. `dst.len()` must equal `src.len()`.
+///
+/// # Safety
+/// 1. `stream`'s context is current on the calling thread.
+pub unsafe fn dtoh_async_sync(
+    dst: &mut [u8],
+    src: &DeviceBuffer<u8>,
+    stream: &Stream,
+) -> Result<(), Error> {
+    check_lengths("dtoh_async_sync", dst.len(), src.len())?;
+    // SAFETY: `src` is a live device allocation of `dst.len()` bytes (checked above);
+    // `dst` is mutably borrowed, so nothing else reads or writes it, until the
+    // synchronize below returns; any byte is a valid `u8`; `stream` is live and its
+    // context current (condition 1).
+    unsafe {
+        result::memcpy_dtoh_async(
+            dst.as_mut_ptr().cast::<c_void>(),
+            src.as_device_ptr(),
+            dst.len(),
+            stream.as_raw(),
+        )
+    }?;
+    // SAFETY: `stream` is a live stream (borrowed).
+    unsafe { result::stream_synchronize(stream.as_raw()) }
+}
+
+/// The `raw-pinned` floor, host to device: [`htod_async_sync`] from a
+/// [`PinnedBuffer`].
+///
+/// # Safety
+/// 1. `stream`'s context is current on the calling thread.
+pub unsafe fn htod_raw_pinned(
+    dst: &mut DeviceBuffer<u8>,
+    src: &PinnedBuffer<u8>,
+    stream: &Stream,
+) -> Result<(), Error> {
+    // SAFETY: condition 1 is ours.
+    unsafe { htod_async_sync(dst, src, stream) }
+}
+
+/// The `raw-pinned` floor, device to host: [`dtoh_async_sync`] into a
+/// [`PinnedBuffer`].
+///
+/// # Safety
+/// 1. `stream`'s context is current on the calling thread.
+pub unsafe fn dtoh_raw_pinned(
+    dst: &mut PinnedBuffer<u8>,
+    src: &DeviceBuffer<u8>,
+    stream: &Stream,
+) -> Result<(), Error> {
+    // SAFETY: condition 1 is ours.
+    unsafe { dtoh_async_sync(dst, src, stream) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_run_has_18_sizes_with_the_seed_rows() {
+        let sizes = full_sizes();
+        assert_eq!(sizes.len(), 18);
+        assert!(sizes.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(sizes.first(), Some(&4096));
+        assert_eq!(sizes.last(), Some(&(64 << 20)));
+        for s in SEED_SIZES_BYTES {
+            assert!(sizes.contains(&s));
+        }
+        assert_eq!(BenchSettings::full().benchmark_count(COLUMNS.len()), 288);
+    }
+
+    #[test]
+    fn quick_run_has_5_sizes() {
+        assert_eq!(quick_sizes(), [4096, 150_528, 196_608, 4_915_200, 64 << 20]);
+    }
+
+    #[test]
+    fn full_run_fits_four_minutes() {
+        let t = BenchSettings::full().estimated_run_time(COLUMNS.len());
+        assert!(t < Duration::from_secs(200), "{t:?}");
+    }
+
+    #[test]
+    fn group_ids_follow_the_renderer_contract() {
+        assert_eq!(group_id(Direction::HostToDevice, 150_528), "H2D/150528");
+        assert_eq!(group_id(Direction::DeviceToHost, 4096), "D2H/4096");
+    }
+
+    #[test]
+    fn pattern_is_never_zero_and_varies() {
+        let mut a = vec![0u8; 10_000];
+        fill_pattern(&mut a, 1);
+        assert!(a.iter().all(|&b| b != 0));
+        let mut b = vec![0u8; 10_000];
+        fill_pattern(&mut b, 2);
+        assert_ne!(a, b);
+        assert_ne!(a[0], a[1]);
+    }
+
+    #[test]
+    fn run_mode_reads_args_like_criterion() {
+        assert_eq!(RunMode::from_args(["x", "--bench"]), RunMode::Bench);
+        assert_eq!(RunMode::from_args(["x"]), RunMode::Test);
+        assert_eq!(
+            RunMode::from_args(["x", "--bench", "--test"]),
+            RunMode::Test
+        );
+        assert_eq!(
+            RunMode::from_args(["x", "--bench", "--list"]),
+            RunMode::List
+        );
+        assert_eq!(
+            RunMode::from_args(["x", "--profile-time", "5"]),
+            RunMode::Bench
+        );
+    }
+}

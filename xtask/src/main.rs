@@ -1,1 +1,167 @@
-fn main() {}
+//! Workspace automation, run as `cargo xtask <command>` (the matklad pattern).
+//!
+//! - `cargo xtask probe [--json]`: which CUDA GPU and driver this machine has.
+//! - `cargo xtask test-gpu [--sanitize] [--soak] [--bundle DIR]`: the workspace's tests,
+//!   GPU tests included, here or (with `--bundle`) as a folder to run on a GPU machine.
+//! - `cargo xtask bench [--quick] [--bundle DIR] [--report PATH]`: the criterion
+//!   benchmarks, here or as a folder, rendered into `docs/measurements.{md,json}` and
+//!   `docs/bandwidth.svg`.
+//!
+//! Every command prints its error without a backtrace and exits non-zero on failure.
+
+mod bench;
+mod cargo_util;
+mod probe;
+mod render;
+mod test_gpu;
+
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Errors are strings with their context folded in; they are printed, not inspected.
+type Error = Box<dyn std::error::Error + Send + Sync>;
+type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Adds what was being done to an error, `anyhow`-style, without the dependency.
+trait Context<T> {
+    fn context(self, what: impl Display) -> Result<T>;
+    fn with_context<D: Display>(self, what: impl FnOnce() -> D) -> Result<T>;
+}
+
+impl<T, E: Display> Context<T> for std::result::Result<T, E> {
+    fn context(self, what: impl Display) -> Result<T> {
+        self.map_err(|e| format!("{what}: {e}").into())
+    }
+    fn with_context<D: Display>(self, what: impl FnOnce() -> D) -> Result<T> {
+        self.map_err(|e| format!("{}: {e}", what()).into())
+    }
+}
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Workspace automation for cuda-staging"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the CUDA GPU and driver found here; exit non-zero when there is none.
+    Probe(probe::Args),
+    /// Run the workspace's tests, GPU tests included (or bundle them for a GPU machine).
+    TestGpu(test_gpu::Args),
+    /// Run the criterion benchmarks and render docs/measurements.md (or bundle them).
+    Bench(bench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Probe(args) => probe::run(&args),
+        Command::TestGpu(args) => test_gpu::run(&args),
+        Command::Bench(args) => bench::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root: the folder above this crate's manifest.
+///
+/// Baked in at compile time, so it names the build machine's checkout; only commands
+/// that build or render use it (a bundled `xtask probe` does not).
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+/// Today's UTC date as `YYYY-MM-DD`, and the UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
+fn utc_now() -> (String, String) {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let s = secs % 86_400;
+    let date = format!("{y:04}-{m:02}-{d:02}");
+    let time = format!("{date}T{:02}:{:02}:{:02}Z", s / 3600, s / 60 % 60, s % 60);
+    (date, time)
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day)
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// A byte count for people: `512 B`, `147 KiB`, `4.69 MiB`, `64 MiB`.
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        return format!("{bytes} B");
+    }
+    let s = if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    };
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    format!("{s} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_bytes(4), "4 B");
+        assert_eq!(human_bytes(1024), "1 KiB");
+        assert_eq!(human_bytes(150_528), "147 KiB");
+        assert_eq!(human_bytes(196_608), "192 KiB");
+        assert_eq!(human_bytes(4_915_200), "4.69 MiB");
+        assert_eq!(human_bytes(64 << 20), "64 MiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+}

@@ -1,0 +1,431 @@
+//! Shared machinery: running cargo and collecting the executables it builds, running
+//! test executables with their output captured, libtest summaries, bundle folders.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+use serde_json::Value;
+
+use crate::{human_bytes, project_root, Context, Result};
+
+/// `cargo` as the one running us (`$CARGO`), in the workspace root.
+pub fn cargo() -> Command {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(project_root());
+    cmd
+}
+
+/// Runs `cmd` to completion with inherited output; an error unless it exits 0.
+pub fn run_status(cmd: &mut Command) -> Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {}", show(cmd)))?;
+    if !status.success() {
+        return Err(format!("{} failed ({status})", show(cmd)).into());
+    }
+    Ok(())
+}
+
+/// A command as it would be typed.
+pub fn show(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for a in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&a.to_string_lossy());
+    }
+    s
+}
+
+/// The parts of `cargo metadata` we use.
+pub struct Metadata {
+    /// Where cargo puts build outputs (`CARGO_TARGET_DIR` or `<root>/target`).
+    pub target_dir: PathBuf,
+    /// Package id to (name, manifest folder).
+    packages: HashMap<String, (String, PathBuf)>,
+}
+
+impl Metadata {
+    pub fn load() -> Result<Metadata> {
+        let out = cargo()
+            .args(["metadata", "--format-version", "1", "--no-deps"])
+            .stderr(Stdio::inherit())
+            .output()
+            .context("cannot run cargo metadata")?;
+        if !out.status.success() {
+            return Err(format!("cargo metadata failed ({})", out.status).into());
+        }
+        let v: Value = serde_json::from_slice(&out.stdout).context("cargo metadata's output")?;
+        let target_dir = v["target_directory"]
+            .as_str()
+            .ok_or("cargo metadata gave no target_directory")?
+            .into();
+        let mut packages = HashMap::new();
+        for p in v["packages"].as_array().into_iter().flatten() {
+            if let (Some(id), Some(name), Some(manifest)) = (
+                p["id"].as_str(),
+                p["name"].as_str(),
+                p["manifest_path"].as_str(),
+            ) {
+                let dir = Path::new(manifest).parent().unwrap_or(Path::new("/"));
+                packages.insert(id.to_string(), (name.to_string(), dir.to_path_buf()));
+            }
+        }
+        Ok(Metadata {
+            target_dir,
+            packages,
+        })
+    }
+}
+
+/// One executable cargo built: a test harness, a bench or a binary.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    /// The package's name, e.g. `cuda-core`.
+    pub package: String,
+    /// The package's folder (cargo runs tests from there).
+    pub package_dir: PathBuf,
+    /// The target's name, e.g. `cuda_core` (lib) or `soak` (tests/soak.rs).
+    pub target: String,
+    /// The target's kinds, e.g. `["lib"]`, `["test"]`, `["bench"]`, `["bin"]`.
+    pub kinds: Vec<String>,
+    /// Built in test mode (a libtest harness, or a bench built by `cargo bench`).
+    pub test: bool,
+    /// The built file.
+    pub executable: PathBuf,
+}
+
+impl Artifact {
+    /// A file name unique within the workspace: `cuda-core-lib`, `cuda-staging-test-soak`,
+    /// `benches-bench-transfers`, `xtask-bin-xtask`.
+    pub fn bundle_name(&self) -> String {
+        let kind = self.kinds.first().map_or("unknown", String::as_str);
+        match kind {
+            "lib" | "rlib" | "cdylib" | "dylib" | "staticlib" | "proc-macro" => {
+                format!("{}-lib", self.package)
+            }
+            _ => format!("{}-{kind}-{}", self.package, self.target),
+        }
+    }
+
+    pub fn is_kind(&self, kind: &str) -> bool {
+        self.kinds.iter().any(|k| k == kind)
+    }
+
+    /// A soak target: its name says `soak`; excluded from test runs unless asked for.
+    pub fn is_soak(&self) -> bool {
+        self.target.contains("soak")
+    }
+
+    /// Whether this is a test target that needs two or more GPUs (`*multi_gpu*`).
+    pub fn is_multi_gpu(&self) -> bool {
+        self.target.contains("multi_gpu")
+    }
+}
+
+/// Runs `cargo <args> --message-format=json-render-diagnostics` (diagnostics and
+/// progress still reach the terminal) and returns every executable it reports.
+pub fn build(args: &[&str], envs: &[(&str, &str)], meta: &Metadata) -> Result<Vec<Artifact>> {
+    let mut cmd = cargo();
+    cmd.args(args)
+        .arg("--message-format=json-render-diagnostics")
+        .envs(envs.iter().copied())
+        .stdout(Stdio::piped());
+    eprintln!("running {}", show(&cmd));
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run {}", show(&cmd)))?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut artifacts = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading cargo's output")?;
+        if let Some(a) = parse_artifact(&line, meta) {
+            artifacts.push(a);
+        }
+    }
+    let status = child.wait().context("waiting for cargo")?;
+    if !status.success() {
+        return Err(format!("{} failed ({status})", show(&cmd)).into());
+    }
+    Ok(artifacts)
+}
+
+fn parse_artifact(line: &str, meta: &Metadata) -> Option<Artifact> {
+    let v: Value = serde_json::from_str(line).ok()?;
+    if v["reason"] != "compiler-artifact" {
+        return None;
+    }
+    let executable = PathBuf::from(v["executable"].as_str()?);
+    let (package, package_dir) = match meta.packages.get(v["package_id"].as_str()?) {
+        Some((name, dir)) => (name.clone(), dir.clone()),
+        None => {
+            // Fall back on the manifest's folder name.
+            let dir = PathBuf::from(v["manifest_path"].as_str()?)
+                .parent()?
+                .to_path_buf();
+            let name = dir.file_name()?.to_string_lossy().into_owned();
+            (name, dir)
+        }
+    };
+    Some(Artifact {
+        package,
+        package_dir,
+        target: v["target"]["name"].as_str()?.to_string(),
+        kinds: v["target"]["kind"]
+            .as_array()?
+            .iter()
+            .filter_map(|k| k.as_str().map(String::from))
+            .collect(),
+        test: v["profile"]["test"].as_bool().unwrap_or(false),
+        executable,
+    })
+}
+
+/// Runs `cmd`, echoing its stdout as it comes and returning it with the exit status
+/// (stderr passes straight through). libtest prints its results to stdout.
+pub fn run_tee(cmd: &mut Command) -> Result<(ExitStatus, String)> {
+    cmd.stdout(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run {}", show(cmd)))?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut captured = String::new();
+    let mut out = std::io::stdout();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap_or_else(|e| format!("<unreadable output: {e}>"));
+        let _ = writeln!(out, "{line}");
+        captured.push_str(&line);
+        captured.push('\n');
+    }
+    let status = child.wait().context("waiting for a test executable")?;
+    Ok((status, captured))
+}
+
+/// The counts of libtest's `test result:` lines, summed over an executable's output.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TestCounts {
+    pub passed: u64,
+    pub failed: u64,
+    pub ignored: u64,
+    /// How many `test result:` lines there were.
+    pub results: u64,
+}
+
+impl TestCounts {
+    /// Parses every line `test result: ok. 3 passed; 0 failed; 1 ignored; ...`.
+    pub fn parse(output: &str) -> TestCounts {
+        let mut c = TestCounts::default();
+        for line in output.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("test result:") else {
+                continue;
+            };
+            c.results += 1;
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            for pair in words.windows(2) {
+                let Ok(n) = pair[0].parse::<u64>() else {
+                    continue;
+                };
+                let label = pair[1].trim_end_matches([';', ',', '.']);
+                match label {
+                    "passed" => c.passed += n,
+                    "failed" => c.failed += n,
+                    "ignored" => c.ignored += n,
+                    _ => {}
+                }
+            }
+        }
+        c
+    }
+}
+
+impl fmt::Display for TestCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} passed, {} failed, {} ignored",
+            self.passed, self.failed, self.ignored
+        )
+    }
+}
+
+/// Makes `dir` absolute and gives it a fresh, empty `bin/` (other contents stay).
+pub fn prepare_bundle(dir: &Path) -> Result<PathBuf> {
+    let dir = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(dir)
+    };
+    let bin = dir.join("bin");
+    if bin.exists() {
+        fs::remove_dir_all(&bin).with_context(|| format!("cannot clear {}", bin.display()))?;
+    }
+    fs::create_dir_all(&bin).with_context(|| format!("cannot create {}", bin.display()))?;
+    Ok(dir)
+}
+
+/// Copies an executable into `bin`, keeping its permissions.
+pub fn copy_executable(src: &Path, bin: &Path, name: &str) -> Result<()> {
+    let dst = bin.join(name);
+    fs::copy(src, &dst)
+        .with_context(|| format!("cannot copy {} to {}", src.display(), dst.display()))?;
+    Ok(())
+}
+
+/// Builds the release `xtask` and copies it to `bin/xtask`, so that a bundle can probe.
+pub fn bundle_xtask(bin: &Path, meta: &Metadata) -> Result<()> {
+    let built = build(
+        &["build", "--release", "-p", "xtask", "--bin", "xtask"],
+        &[],
+        meta,
+    )?;
+    let xtask = built
+        .iter()
+        .find(|a| a.is_kind("bin") && a.target == "xtask" && !a.test)
+        .ok_or("cargo build -p xtask reported no xtask executable")?;
+    copy_executable(&xtask.executable, bin, "xtask")
+}
+
+/// Writes an executable script.
+pub fn write_script(path: &Path, text: &str) -> Result<()> {
+    fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("cannot make {} executable", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Total size of the files under `path`.
+pub fn dir_size(path: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(path) else {
+        return fs::metadata(path).map_or(0, |m| m.len());
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
+}
+
+/// Prints the bundle's size and how to run it.
+pub fn report_bundle(dir: &Path, files: usize, how: &str) {
+    println!(
+        "bundle: {} ({files} executable{} + bin/xtask + run.sh, {})",
+        dir.display(),
+        if files == 1 { "" } else { "s" },
+        human_bytes(dir_size(&dir.join("bin")) + dir_size(&dir.join("run.sh")))
+    );
+    println!("{how}");
+}
+
+/// `git rev-parse --short HEAD`, with `-dirty` when the tree has changes; `unknown`
+/// outside a git checkout.
+pub fn git_commit() -> String {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(project_root())
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let Some(head) = git(&["rev-parse", "--short", "HEAD"]) else {
+        return "unknown".into();
+    };
+    match git(&["status", "--porcelain"]) {
+        Some(s) if !s.is_empty() => format!("{head}-dirty"),
+        _ => head,
+    }
+}
+
+/// Quotes a word for bash (single quotes).
+pub fn sh_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:+@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libtest_summary() {
+        let out = "\
+running 3 tests
+test a ... ok
+test b ... FAILED
+test c ... ignored, needs a CUDA GPU
+
+failures:
+    b
+
+test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s
+
+running 2 tests
+test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+";
+        let c = TestCounts::parse(out);
+        assert_eq!(
+            c,
+            TestCounts {
+                passed: 3,
+                failed: 1,
+                ignored: 1,
+                results: 2
+            }
+        );
+        assert_eq!(c.to_string(), "3 passed, 1 failed, 1 ignored");
+        assert_eq!(TestCounts::parse("segfault\n"), TestCounts::default());
+    }
+
+    #[test]
+    fn artifact_names() {
+        let meta = Metadata {
+            target_dir: "/t".into(),
+            packages: HashMap::from([(
+                "path+file:///w/crates/cuda-core#0.1.0".to_string(),
+                (
+                    "cuda-core".to_string(),
+                    PathBuf::from("/w/crates/cuda-core"),
+                ),
+            )]),
+        };
+        let line = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/cuda-core#0.1.0","manifest_path":"/w/crates/cuda-core/Cargo.toml","target":{"kind":["lib"],"crate_types":["lib"],"name":"cuda_core","src_path":"/w/crates/cuda-core/src/lib.rs"},"profile":{"test":true},"executable":"/t/release/deps/cuda_core-abc","fresh":true}"#;
+        let a = parse_artifact(line, &meta).unwrap();
+        assert_eq!(a.bundle_name(), "cuda-core-lib");
+        assert!(a.test && !a.is_soak());
+        assert_eq!(a.package_dir, Path::new("/w/crates/cuda-core"));
+
+        let line = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/cuda-staging#0.1.0","manifest_path":"/w/crates/cuda-staging/Cargo.toml","target":{"kind":["test"],"name":"soak"},"profile":{"test":true},"executable":"/t/release/deps/soak-abc"}"#;
+        let a = parse_artifact(line, &meta).unwrap();
+        assert_eq!(a.bundle_name(), "cuda-staging-test-soak");
+        assert!(a.is_soak());
+
+        let lib = r#"{"reason":"compiler-artifact","package_id":"x","target":{"kind":["lib"],"name":"x"},"profile":{"test":false},"executable":null}"#;
+        assert!(parse_artifact(lib, &meta).is_none());
+        assert!(parse_artifact(r#"{"reason":"build-finished"}"#, &meta).is_none());
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(sh_quote("cuda-core-lib"), "cuda-core-lib");
+        assert_eq!(sh_quote("it's"), r"'it'\''s'");
+        assert_eq!(sh_quote(""), "''");
+    }
+}

@@ -1,0 +1,492 @@
+//! `cargo xtask test-gpu`: the workspace's tests with the GPU tests included, here or
+//! bundled for a GPU machine.
+//!
+//! Both modes build the test executables with `cargo test --workspace --release
+//! --no-run` and run each one with `--include-ignored` (GPU tests are `#[ignore]`d so
+//! that plain `cargo test` passes without a GPU). Doc tests are not run: they need
+//! cargo and no GPU (GPU examples are `no_run`), so CI covers them.
+//!
+//! Soak tests (test targets whose name contains `soak`) are left out unless `--soak`
+//! is given, which runs them after everything else; `--only soak` with `--soak` runs
+//! only them. Multi-GPU tests (targets named `*multi_gpu*`) need two or more GPUs and
+//! are left out unless `--multi-gpu` is given.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cargo_util::{self, Artifact, Metadata, TestCounts};
+use crate::{probe, Result};
+
+/// Options of `cargo xtask test-gpu`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Run each test executable under `compute-sanitizer --tool memcheck --leak-check full`.
+    #[arg(long)]
+    sanitize: bool,
+    /// Also run the soak tests (test targets named `*soak*`), after the others.
+    #[arg(long)]
+    soak: bool,
+    /// Also run the multi-GPU tests (test targets named `*multi_gpu*`; they need two
+    /// or more GPUs and fail with fewer).
+    #[arg(long)]
+    multi_gpu: bool,
+    /// Run only the test executables whose name contains PATTERN (names look like
+    /// `cuda-core-lib`, `cuda-staging-test-soak`).
+    #[arg(long, value_name = "PATTERN")]
+    only: Option<String>,
+    /// Build the test executables, a release xtask and DIR/run.sh into DIR, to copy to
+    /// a GPU machine and run there (`bash DIR/run.sh [--sanitize] [--soak]`).
+    #[arg(long, value_name = "DIR")]
+    bundle: Option<PathBuf>,
+    /// Arguments for every test executable, e.g. a test name filter.
+    #[arg(last = true, value_name = "TEST_ARGS")]
+    test_args: Vec<String>,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    match &args.bundle {
+        Some(dir) => bundle(args, dir),
+        None => local(args),
+    }
+}
+
+/// The test harnesses of the workspace, soak ones last, with unique bundle names.
+fn test_executables(meta: &Metadata) -> Result<Vec<Artifact>> {
+    let built = cargo_util::build(&["test", "--workspace", "--release", "--no-run"], &[], meta)?;
+    let mut by_name = BTreeMap::new();
+    for a in built {
+        // A criterion bench built in test mode is not a libtest harness.
+        if a.test && !a.is_kind("bench") {
+            by_name.insert(a.bundle_name(), a);
+        }
+    }
+    let mut tests: Vec<Artifact> = by_name.into_values().collect();
+    tests.sort_by_key(|a| (a.is_soak(), a.bundle_name()));
+    Ok(tests)
+}
+
+fn local(args: &Args) -> Result<()> {
+    let info = probe::probe().map_err(|e| {
+        format!(
+            "no CUDA GPU found here: {e}\n\
+             Use --bundle DIR to build a folder to run on a GPU machine \
+             (cargo xtask test-gpu --bundle DIR, then bash DIR/run.sh there)."
+        )
+    })?;
+    println!("{}", info.line());
+    let sanitizer = if args.sanitize {
+        Some(find_sanitizer().ok_or(
+            "--sanitize needs compute-sanitizer, which is neither on PATH nor in /usr/local/cuda/bin",
+        )?)
+    } else {
+        None
+    };
+
+    let meta = Metadata::load()?;
+    let tests = test_executables(&meta)?;
+    let selected: Vec<&Artifact> = tests
+        .iter()
+        .filter(|a| args.soak || !a.is_soak())
+        .filter(|a| args.multi_gpu || !a.is_multi_gpu())
+        .filter(|a| {
+            args.only
+                .as_ref()
+                .map_or(true, |p| a.bundle_name().contains(p))
+        })
+        .collect();
+    if selected.is_empty() {
+        return Err("no test executable matches the selection".into());
+    }
+
+    let mut lines = Vec::new();
+    let (mut passed, mut failed) = (0, 0);
+    for a in selected {
+        let name = a.bundle_name();
+        let mut cmd = match &sanitizer {
+            Some(san) => {
+                let mut c = Command::new(san);
+                c.args(SANITIZER_ARGS).arg(&a.executable);
+                c
+            }
+            None => Command::new(&a.executable),
+        };
+        // As `cargo test` does: run from the package's folder.
+        cmd.arg("--include-ignored")
+            .args(&args.test_args)
+            .current_dir(&a.package_dir)
+            .env("CARGO_MANIFEST_DIR", &a.package_dir);
+        println!("===== {name}: {}", cargo_util::show(&cmd));
+        let (status, output) = cargo_util::run_tee(&mut cmd)?;
+        let (line, counts) = summary_line(&name, status.code(), &output);
+        passed += counts.passed;
+        failed += counts.failed;
+        lines.push(line);
+    }
+    println!("\n== summary ({})", info.line());
+    for l in &lines {
+        println!("{l}");
+    }
+    println!("TOTAL: {passed} passed, {failed} failed");
+    if failed > 0 {
+        return Err(format!("{failed} test(s) failed").into());
+    }
+    Ok(())
+}
+
+const SANITIZER_ARGS: [&str; 6] = [
+    "--tool",
+    "memcheck",
+    "--leak-check",
+    "full",
+    "--error-exitcode",
+    "1",
+];
+
+fn find_sanitizer() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("compute-sanitizer"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| {
+        let p = PathBuf::from("/usr/local/cuda/bin/compute-sanitizer");
+        p.is_file().then_some(p)
+    })
+}
+
+/// One executable's summary line, and its counts with a non-zero exit that no failed
+/// test explains (a crash, a sanitizer error) counted as one failure. The same rules
+/// as run.sh's.
+fn summary_line(name: &str, code: Option<i32>, output: &str) -> (String, TestCounts) {
+    let mut counts = TestCounts::parse(output);
+    let mut line = format!("{name}: {counts}");
+    if let Some(errors) = output
+        .lines()
+        .rev()
+        .find_map(|l| l.split("ERROR SUMMARY:").nth(1))
+    {
+        let _ = write!(line, "; sanitizer: {}", errors.trim());
+    }
+    match code {
+        Some(0) if counts.results == 0 => line.push_str(" (no libtest summary)"),
+        Some(0) => {}
+        _ if counts.failed == 0 => {
+            counts.failed = 1;
+            let why = code.map_or("killed by a signal".into(), |c| format!("exit status {c}"));
+            let _ = write!(
+                line,
+                "; {why} with no failed test (crash or sanitizer error): counted as 1 failed"
+            );
+        }
+        _ => {}
+    }
+    (line, counts)
+}
+
+fn bundle(args: &Args, dir: &Path) -> Result<()> {
+    let dir = cargo_util::prepare_bundle(dir)?;
+    let bin = dir.join("bin");
+    let meta = Metadata::load()?;
+    let tests = test_executables(&meta)?;
+    let mut plain = Vec::new();
+    let mut soak = Vec::new();
+    let mut multi = Vec::new();
+    let mut needs_cargo = Vec::new();
+    for a in &tests {
+        let name = a.bundle_name();
+        cargo_util::copy_executable(&a.executable, &bin, &name)?;
+        if uses_trybuild(&a.executable) {
+            needs_cargo.push(name.clone());
+        }
+        if a.is_soak() {
+            soak.push(name);
+        } else if a.is_multi_gpu() {
+            multi.push(name);
+        } else {
+            plain.push(name);
+        }
+    }
+    cargo_util::bundle_xtask(&bin, &meta)?;
+    let script = run_script(&RunScript {
+        commit: cargo_util::git_commit(),
+        sanitize: args.sanitize,
+        soak: args.soak,
+        multi_gpu: args.multi_gpu,
+        only: args.only.clone().unwrap_or_default(),
+        tests: plain,
+        soak_tests: soak,
+        multi_gpu_tests: multi,
+        needs_cargo,
+        test_args: args.test_args.clone(),
+    });
+    cargo_util::write_script(&dir.join("run.sh"), &script)?;
+    cargo_util::report_bundle(
+        &dir,
+        tests.len(),
+        &format!(
+            "on a GPU machine: bash {}/run.sh [--sanitize] [--soak] [--only PATTERN] [-- TEST_ARGS]\n\
+             logs go to $OUT (tests.log, tests-summary.txt) when OUT is set, else to {0}/logs",
+            dir.display()
+        ),
+    );
+    Ok(())
+}
+
+/// Whether a test executable links trybuild, which runs cargo: such a test cannot
+/// pass on a machine without cargo, so run.sh skips it there (CI runs it).
+///
+/// Looks for the crate's source path (`.../trybuild-1.0.x/src/...`, kept in panic
+/// locations). The needle is put together at run time so that this binary does not
+/// match itself.
+fn uses_trybuild(exe: &Path) -> bool {
+    let mut needle = b"trybuild".to_vec();
+    needle.push(std::hint::black_box(b'-'));
+    std::fs::read(exe).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+}
+
+struct RunScript {
+    commit: String,
+    sanitize: bool,
+    soak: bool,
+    multi_gpu: bool,
+    only: String,
+    tests: Vec<String>,
+    soak_tests: Vec<String>,
+    multi_gpu_tests: Vec<String>,
+    needs_cargo: Vec<String>,
+    test_args: Vec<String>,
+}
+
+fn words(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|s| cargo_util::sh_quote(s))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn run_script(s: &RunScript) -> String {
+    RUN_SH
+        .replace("@COMMIT@", &s.commit)
+        .replace("@SANITIZE@", if s.sanitize { "1" } else { "0" })
+        .replace("@SOAK@", if s.soak { "1" } else { "0" })
+        .replace("@MULTI@", if s.multi_gpu { "1" } else { "0" })
+        .replace("@MULTI_TESTS@", &words(&s.multi_gpu_tests))
+        .replace("@ONLY@", &cargo_util::sh_quote(&s.only))
+        .replace("@TESTS@", &words(&s.tests))
+        .replace("@SOAK_TESTS@", &words(&s.soak_tests))
+        .replace("@NEEDS_CARGO@", &words(&s.needs_cargo))
+        .replace("@TEST_ARGS@", &words(&s.test_args))
+}
+
+const RUN_SH: &str = r#"#!/usr/bin/env bash
+# Generated by `cargo xtask test-gpu --bundle` at commit @COMMIT@; do not edit.
+# Runs the workspace's test executables, GPU tests included, on a machine with a CUDA GPU.
+#
+#   bash run.sh [--sanitize] [--soak] [--multi-gpu] [--only PATTERN] [-- TEST_ARGS...]
+#
+#   --sanitize      run each executable under compute-sanitizer (memcheck, full leak check)
+#   --soak          also run the soak tests, after the others
+#   --multi-gpu     also run the tests that need two or more GPUs
+#   --only PATTERN  run only the executables whose name contains PATTERN
+#   TEST_ARGS       passed to every test executable (e.g. a test name filter)
+#
+# Logs: tests.log (everything) and tests-summary.txt in $OUT when OUT is set, else in
+# logs/ here, with one NAME.log per executable too. The summary ends with the line
+# "TOTAL: N passed, M failed"; the exit status is 0 only when nothing failed.
+set -u
+cd "$(dirname "$0")" || exit 2
+
+SANITIZE=@SANITIZE@
+SOAK=@SOAK@
+MULTI=@MULTI@
+ONLY=@ONLY@
+ARGS=(@TEST_ARGS@)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sanitize) SANITIZE=1 ;;
+    --soak) SOAK=1 ;;
+    --multi-gpu) MULTI=1 ;;
+    --only) shift; ONLY="${1:?--only needs a PATTERN}" ;;
+    --) shift; ARGS=("$@"); break ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument: $1 (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+TESTS=(@TESTS@)
+SOAK_TESTS=(@SOAK_TESTS@)
+MULTI_TESTS=(@MULTI_TESTS@)
+NEEDS_CARGO=(@NEEDS_CARGO@)
+
+if [ -n "${OUT:-}" ]; then LOGDIR="$OUT"; PER_EXE=0; else LOGDIR="$PWD/logs"; PER_EXE=1; fi
+mkdir -p "$LOGDIR" || exit 2
+LOG="$LOGDIR/tests.log"
+SUMMARY="$LOGDIR/tests-summary.txt"
+: > "$LOG"
+
+DEVICE=$(bin/xtask probe 2>&1)
+PROBE_RC=$?
+echo "$DEVICE" | tee -a "$LOG"
+if [ "$PROBE_RC" -ne 0 ]; then
+  echo "run.sh: no usable CUDA GPU on this machine (see above); no test was run" | tee -a "$LOG" >&2
+  exit 1
+fi
+
+SAN=()
+if [ "$SANITIZE" = 1 ]; then
+  san=$(command -v compute-sanitizer || true)
+  if [ -z "$san" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+    san=/usr/local/cuda/bin/compute-sanitizer
+  fi
+  if [ -z "$san" ]; then
+    echo "run.sh: --sanitize needs compute-sanitizer, neither on PATH nor in /usr/local/cuda/bin" >&2
+    exit 2
+  fi
+  SAN=("$san" --tool memcheck --leak-check full --error-exitcode 1)
+fi
+HAVE_CARGO=0
+command -v cargo > /dev/null 2>&1 && HAVE_CARGO=1
+
+RUN=(${TESTS[@]+"${TESTS[@]}"})
+if [ "$MULTI" = 1 ]; then RUN+=(${MULTI_TESTS[@]+"${MULTI_TESTS[@]}"}); fi
+if [ "$SOAK" = 1 ]; then RUN+=(${SOAK_TESTS[@]+"${SOAK_TESTS[@]}"}); fi
+
+TMP=$(mktemp) || exit 2
+trap 'rm -f "$TMP"' EXIT
+LINES=()
+TOTAL_PASSED=0
+TOTAL_FAILED=0
+RAN=0
+for name in ${RUN[@]+"${RUN[@]}"}; do
+  case "$name" in *"$ONLY"*) ;; *) continue ;; esac
+  skip=0
+  for n in ${NEEDS_CARGO[@]+"${NEEDS_CARGO[@]}"}; do
+    if [ "$n" = "$name" ] && [ "$HAVE_CARGO" = 0 ]; then skip=1; fi
+  done
+  if [ "$skip" = 1 ]; then
+    LINES+=("$name: skipped (uses trybuild, which needs cargo; CI runs it)")
+    continue
+  fi
+  RAN=$((RAN + 1))
+  cmd=(${SAN[@]+"${SAN[@]}"} "bin/$name" --include-ignored ${ARGS[@]+"${ARGS[@]}"})
+  echo "===== $name: ${cmd[*]}" | tee -a "$LOG"
+  start=$SECONDS
+  "${cmd[@]}" 2>&1 | tee "$TMP"
+  rc=${PIPESTATUS[0]}
+  cat "$TMP" >> "$LOG"
+  if [ "$PER_EXE" = 1 ]; then cp "$TMP" "$LOGDIR/$name.log"; fi
+  read -r p f i r < <(awk '/^test result:/ {
+      r++
+      for (k = 2; k <= NF; k++) {
+        if ($k ~ /^passed/) p += $(k-1)
+        if ($k ~ /^failed/) f += $(k-1)
+        if ($k ~ /^ignored/) i += $(k-1)
+      }
+    } END { print p+0, f+0, i+0, r+0 }' "$TMP")
+  line="$name: $p passed, $f failed, $i ignored"
+  errors=$(grep -o 'ERROR SUMMARY:.*' "$TMP" | tail -n 1 | sed 's/ERROR SUMMARY: *//')
+  if [ -n "$errors" ]; then line="$line; sanitizer: $errors"; fi
+  if [ "$rc" -eq 0 ] && [ "$r" -eq 0 ]; then line="$line (no libtest summary)"; fi
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    f=1
+    line="$line; exit status $rc with no failed test (crash or sanitizer error): counted as 1 failed"
+  fi
+  LINES+=("$line [$((SECONDS - start)) s]")
+  TOTAL_PASSED=$((TOTAL_PASSED + p))
+  TOTAL_FAILED=$((TOTAL_FAILED + f))
+done
+
+if [ "$RAN" -eq 0 ]; then
+  echo "run.sh: no test executable matches (--only '$ONLY'); names: ${TESTS[*]-} ${SOAK_TESTS[*]-}" >&2
+  exit 2
+fi
+
+{
+  echo
+  echo "== summary (commit @COMMIT@, sanitize=$SANITIZE, soak=$SOAK)"
+  echo "$DEVICE"
+  printf '%s\n' "${LINES[@]}"
+  echo "TOTAL: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
+} | tee "$SUMMARY" | tee -a "$LOG"
+[ "$TOTAL_FAILED" -eq 0 ]
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_lines() {
+        let ok = "test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        let (line, c) = summary_line("cuda-core-lib", Some(0), ok);
+        assert_eq!(line, "cuda-core-lib: 4 passed, 0 failed, 0 ignored");
+        assert_eq!((c.passed, c.failed), (4, 0));
+
+        let san = format!("{ok}========= ERROR SUMMARY: 2 errors\n");
+        let (line, c) = summary_line("x", Some(1), &san);
+        assert_eq!(c.failed, 1);
+        assert!(line.contains("sanitizer: 2 errors"), "{line}");
+        assert!(line.contains("exit status 1"), "{line}");
+
+        let (line, c) = summary_line("x", None, "running 3 tests\n");
+        assert_eq!(c.failed, 1);
+        assert!(line.contains("killed by a signal"), "{line}");
+
+        let failed = "test result: FAILED. 1 passed; 2 failed; 0 ignored;\n";
+        let (_, c) = summary_line("x", Some(101), failed);
+        assert_eq!(c.failed, 2);
+    }
+
+    #[test]
+    fn finds_trybuild() {
+        let dir = std::env::temp_dir();
+        let with = dir.join(format!("xtask-tb-{}", std::process::id()));
+        let dash = std::hint::black_box('-');
+        let path = format!("/registry/src/trybuild{dash}1.0.101/src/run.rs");
+        std::fs::write(&with, format!("\x7fELF...{path}...")).unwrap();
+        assert!(uses_trybuild(&with));
+        std::fs::write(&with, "\x7fELF... uses trybuild, which needs cargo").unwrap();
+        assert!(!uses_trybuild(&with));
+        let _ = std::fs::remove_file(&with);
+        assert!(!uses_trybuild(&dir.join("no such file")));
+        // This very test binary must not count as one.
+        assert!(!uses_trybuild(&std::env::current_exe().unwrap()));
+    }
+
+    #[test]
+    fn script_lists_and_flags() {
+        let s = run_script(&RunScript {
+            commit: "abc1234".into(),
+            sanitize: true,
+            soak: false,
+            multi_gpu: false,
+            only: String::new(),
+            tests: vec!["cuda-core-lib".into(), "cuda-sys-lib".into()],
+            soak_tests: vec!["cuda-staging-test-soak".into()],
+            multi_gpu_tests: vec!["cuda-staging-test-multi_gpu".into()],
+            needs_cargo: vec![],
+            test_args: vec!["my filter".into()],
+        });
+        assert!(s.contains("TESTS=(cuda-core-lib cuda-sys-lib)\n"));
+        assert!(s.contains("SOAK_TESTS=(cuda-staging-test-soak)\n"));
+        assert!(s.contains("MULTI_TESTS=(cuda-staging-test-multi_gpu)\n"));
+        assert!(s.contains("MULTI=0\n"));
+        assert!(s.contains("SANITIZE=1\n"));
+        assert!(s.contains("ONLY=''\n"));
+        assert!(s.contains("ARGS=('my filter')\n"));
+        for p in [
+            "@COMMIT@",
+            "@SANITIZE@",
+            "@SOAK@",
+            "@ONLY@",
+            "@TESTS@",
+            "@NEEDS_CARGO@",
+        ] {
+            assert!(!s.contains(p), "{p} was left");
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Helpers shared by the GPU test binaries of `cuda-staging` (`gpu.rs`,
+//! `gpu_driver_error.rs`): device set-up that fails loudly, per-element per-call
+//! patterns, exact comparisons with short failure messages, and stats bookkeeping.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cuda_staging::{bytemuck, Context, DeviceBuffer, StagingPod, StagingStats, Stream};
+
+/// Device 0's primary context (made current on this thread) and a fresh stream.
+///
+/// Panics when there is no usable GPU: a GPU test never passes quietly without one.
+pub fn gpu() -> (Context, Stream) {
+    let ctx = Context::new(0)
+        .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
+    let stream = Stream::new(&ctx).expect("Stream::new");
+    (ctx, stream)
+}
+
+static NEXT_SEED: AtomicU64 = AtomicU64::new(0x5EED);
+
+/// A seed no other call in this process gets, so every transfer moves different data.
+pub fn seed() -> u64 {
+    NEXT_SEED.fetch_add(1, Ordering::Relaxed)
+}
+
+/// SplitMix64 of (index, seed): neighbouring elements, chunks and calls all differ.
+pub fn mix(i: usize, seed: u64) -> u64 {
+    let mut z = (i as u64)
+        .wrapping_add(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(0x632B_E59B_D9B4_E019);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A user type as the crate docs describe: `#[repr(C)]`, `Pod`, alignment 8, no
+/// padding.
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Detection {
+    pub id: u64,
+    pub score: f32,
+    pub class: u16,
+    pub flags: u16,
+}
+
+/// Element types with a per-element, per-seed pattern.
+pub trait Pattern: StagingPod + Debug + Send + Sync {
+    fn at(i: usize, seed: u64) -> Self;
+}
+
+impl Pattern for u8 {
+    fn at(i: usize, seed: u64) -> Self {
+        mix(i, seed) as u8
+    }
+}
+
+impl Pattern for u32 {
+    fn at(i: usize, seed: u64) -> Self {
+        mix(i, seed) as u32
+    }
+}
+
+impl Pattern for f32 {
+    fn at(i: usize, seed: u64) -> Self {
+        // Exponent's top bit cleared: always finite, never NaN.
+        f32::from_bits((mix(i, seed) as u32) & 0xBFFF_FFFF)
+    }
+}
+
+impl Pattern for f64 {
+    fn at(i: usize, seed: u64) -> Self {
+        f64::from_bits(mix(i, seed) & 0xBFFF_FFFF_FFFF_FFFF)
+    }
+}
+
+impl Pattern for Detection {
+    fn at(i: usize, seed: u64) -> Self {
+        let h = mix(i, seed);
+        Detection {
+            id: h,
+            score: f32::from_bits(((h >> 32) as u32) & 0xBFFF_FFFF),
+            class: (h >> 16) as u16,
+            flags: (h as u16) ^ (i as u16),
+        }
+    }
+}
+
+/// `n` elements of the pattern of `seed`.
+pub fn pattern<T: Pattern>(n: usize, seed: u64) -> Vec<T> {
+    (0..n).map(|i| T::at(i, seed)).collect()
+}
+
+/// Writes the pattern of `seed` into `dst` (element `k` gets index `k`).
+pub fn fill_pattern<T: Pattern>(dst: &mut [T], seed: u64) {
+    for (i, v) in dst.iter_mut().enumerate() {
+        *v = T::at(i, seed);
+    }
+}
+
+/// Checks every element: `got[k]` must be the pattern of `seed` at `first + k`.
+pub fn check_at<T: Pattern>(what: &str, got: &[T], first: usize, seed: u64) {
+    let mut bad = 0usize;
+    let mut first_bad = None;
+    for (k, g) in got.iter().enumerate() {
+        let e = T::at(first + k, seed);
+        if bytemuck::bytes_of(g) != bytemuck::bytes_of(&e) {
+            bad += 1;
+            if first_bad.is_none() {
+                first_bad = Some((k, *g, e));
+            }
+        }
+    }
+    if let Some((k, g, e)) = first_bad {
+        panic!(
+            "{what}: {bad} of {} elements differ; first at index {k}: got {g:?}, expected {e:?}",
+            got.len()
+        );
+    }
+}
+
+/// Checks every element of `got` against the pattern of `seed` from index 0.
+pub fn check<T: Pattern>(what: &str, got: &[T], seed: u64) {
+    check_at(what, got, 0, seed)
+}
+
+/// Checks that every element of `got` equals `value`.
+pub fn check_all_eq<T: StagingPod + Debug>(what: &str, got: &[T], value: T) {
+    let bad = got
+        .iter()
+        .filter(|g| bytemuck::bytes_of(*g) != bytemuck::bytes_of(&value))
+        .count();
+    if bad > 0 {
+        let (k, g) = got
+            .iter()
+            .enumerate()
+            .find(|(_, g)| bytemuck::bytes_of(*g) != bytemuck::bytes_of(&value))
+            .expect("a mismatch was counted");
+        panic!(
+            "{what}: {bad} of {} elements differ from {value:?}; first at index {k}: {g:?}",
+            got.len()
+        );
+    }
+}
+
+/// A device buffer of `n` elements holding the pattern of `seed`, written through the
+/// driver's own synchronous path (independent of the code under test).
+pub fn device_with<T: Pattern>(n: usize, seed: u64) -> DeviceBuffer<T> {
+    let mut d = DeviceBuffer::<T>::alloc(n).expect("DeviceBuffer::alloc");
+    d.copy_from_host(&pattern(n, seed)).expect("copy_from_host");
+    d
+}
+
+/// Overwrites all of `d` with the pattern of `seed` (synchronous driver path).
+pub fn set_device<T: Pattern>(d: &mut DeviceBuffer<T>, seed: u64) {
+    d.copy_from_host(&pattern(d.len(), seed))
+        .expect("copy_from_host");
+}
+
+/// All of `d`, read through the driver's own synchronous path.
+pub fn device_contents<T: Pattern>(d: &DeviceBuffer<T>) -> Vec<T> {
+    let mut v = vec![T::zeroed(); d.len()];
+    d.copy_to_host(&mut v).expect("copy_to_host");
+    v
+}
+
+/// Which route a convenience transfer must have taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Through the pinned buffer (`staged_transfers`).
+    Staged,
+    /// The driver's pageable path (`direct_transfers`).
+    Direct,
+    /// Straight from / into a page-locked host slice (`pinned_source_transfers`).
+    PinnedSource,
+}
+
+/// Asserts that exactly one transfer of `route` moving `up` / `down` bytes happened
+/// between `before` and `after`.
+pub fn assert_counted(
+    what: &str,
+    before: StagingStats,
+    after: StagingStats,
+    route: Route,
+    up: usize,
+    down: usize,
+) {
+    let one = |r: Route| u64::from(route == r);
+    let got = (
+        after.staged_transfers.wrapping_sub(before.staged_transfers),
+        after.direct_transfers.wrapping_sub(before.direct_transfers),
+        after
+            .pinned_source_transfers
+            .wrapping_sub(before.pinned_source_transfers),
+        after.bytes_uploaded.wrapping_sub(before.bytes_uploaded),
+        after.bytes_downloaded.wrapping_sub(before.bytes_downloaded),
+    );
+    let want = (
+        one(Route::Staged),
+        one(Route::Direct),
+        one(Route::PinnedSource),
+        up as u64,
+        down as u64,
+    );
+    assert_eq!(
+        got, want,
+        "{what}: expected one {route:?} transfer (staged, direct, pinned, up, down deltas); \
+         stats {before:?} -> {after:?}"
+    );
+}
+
+/// The transfer counters only (everything but allocations and peak capacity).
+pub fn transfer_counters(s: &StagingStats) -> [u64; 5] {
+    [
+        s.staged_transfers,
+        s.direct_transfers,
+        s.pinned_source_transfers,
+        s.bytes_uploaded,
+        s.bytes_downloaded,
+    ]
+}

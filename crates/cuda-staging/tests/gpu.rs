@@ -1,0 +1,1633 @@
+//! GPU tests of `StagingBuffer`: data integrity on every route and at every chunk
+//! boundary, stream ordering on both sides of the routing threshold, prefixes,
+//! page-locked routing, reuse and growth, bad input, panics in `fill`, calibration
+//! and threads.
+//!
+//! Every test is `#[ignore]`d so that `cargo test` passes without a GPU; run them
+//! with `cargo xtask test-gpu` (or `cargo test -p cuda-staging --test gpu --
+//! --ignored` on a GPU machine). Without a device each one fails loudly.
+//!
+//! Conventions: every transfer moves a pattern that differs per element and per
+//! call (never zeros), and every element is compared. Uploads are checked by reading
+//! the device back through the driver's own synchronous `copy_to_host`; downloads by
+//! filling the device through `copy_from_host` first. Each test has its own stream
+//! and `StagingBuffer` (tests run in parallel threads).
+//!
+//! The driver-error test (an invalid device pointer) lives in its own binary,
+//! `gpu_driver_error.rs`: were the driver ever to report it as an asynchronous
+//! fault, the sticky error would poison the process's primary context and fail
+//! every test running beside it.
+
+mod common;
+
+use std::mem::size_of;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use common::*;
+use cuda_core::result;
+use cuda_staging::{
+    DeviceBuffer, Direction, Error, HostRegistration, PinnedBuffer, StagingBuffer, StagingStats,
+    Stream, DEFAULT_AUTO_STAGE_MAX_BYTES, PIPELINE_WINDOW_BYTES,
+};
+
+const KIB: usize = 1 << 10;
+const MIB: usize = 1 << 20;
+/// Bytes of the seed's three tensor shapes (112×112×3, 128×128×3, 640×640×3 f32).
+const SEED_SHAPES: [usize; 3] = [150_528, 196_608, 4_915_200];
+
+// ---------------------------------------------------------------------------------
+// helpers
+// ---------------------------------------------------------------------------------
+
+/// Bytes of each 256 MiB device-to-device copy queued to keep a stream busy.
+const BUSY_BYTES: usize = 256 * MIB;
+/// How many of them: about 1 ms of queued work on an H200.
+const BUSY_REPS: usize = 4;
+
+/// Two 256 MiB device buffers to copy between, to queue real work on a stream.
+struct Busy {
+    src: DeviceBuffer<u8>,
+    dst: DeviceBuffer<u8>,
+}
+
+impl Busy {
+    fn new() -> Busy {
+        Busy {
+            src: DeviceBuffer::alloc(BUSY_BYTES).expect("alloc busy src"),
+            dst: DeviceBuffer::alloc(BUSY_BYTES).expect("alloc busy dst"),
+        }
+    }
+
+    /// Queues `BUSY_REPS` 256 MiB device-to-device copies on `stream`: whatever is
+    /// queued next starts only after them.
+    fn queue(&mut self, stream: &Stream) {
+        let _g = stream.context().enter().expect("enter");
+        for _ in 0..BUSY_REPS {
+            // SAFETY: both buffers hold BUSY_BYTES and live until the end of the test,
+            // after the stream has been synchronised; the stream is live and its
+            // context is current (entered above).
+            unsafe {
+                result::memcpy_dtod_async(
+                    self.dst.as_device_ptr(),
+                    self.src.as_device_ptr(),
+                    BUSY_BYTES,
+                    stream.as_raw(),
+                )
+            }
+            .expect("memcpy_dtod_async");
+        }
+    }
+}
+
+/// Queues a memset of all of `d` to `value` on `stream` (asynchronous).
+fn memset_async(d: &mut DeviceBuffer<u8>, value: u8, stream: &Stream) {
+    let _g = stream.context().enter().expect("enter");
+    // SAFETY: `d` holds `d.len()` bytes and outlives the stream work (every test
+    // synchronises before dropping it); the stream is live, its context current.
+    unsafe { result::memset_d8_async(d.as_device_ptr(), value, d.len(), stream.as_raw()) }
+        .expect("memset_d8_async");
+}
+
+/// A `Vec` holding a page-aligned region of `n` elements with at least a page of
+/// slack after it, so that registrations made by tests running in parallel never
+/// share a page. Returns the Vec and the region's first index.
+fn registrable<T: Pattern>(n: usize) -> (Vec<T>, usize) {
+    const PAGE: usize = 4096;
+    let sz = size_of::<T>();
+    let v = vec![T::zeroed(); n + 2 * PAGE / sz + 1];
+    let addr = v.as_ptr() as usize;
+    let off_bytes = (PAGE - addr % PAGE) % PAGE;
+    assert_eq!(off_bytes % sz, 0, "element alignment divides the page size");
+    (v, off_bytes / sz)
+}
+
+fn elems<T>(bytes: usize) -> usize {
+    (bytes / size_of::<T>()).max(1)
+}
+
+// ---------------------------------------------------------------------------------
+// 1. data integrity of every method, every size, four element types
+// ---------------------------------------------------------------------------------
+
+/// 1 element, 4 KiB, the seed's two small shapes, exactly the seed threshold, one
+/// element past it, 4.7 MiB and 64 MiB.
+fn integrity_sizes<T>() -> [usize; 8] {
+    [
+        size_of::<T>(),
+        4 * KIB,
+        150_528,
+        196_608,
+        DEFAULT_AUTO_STAGE_MAX_BYTES,
+        DEFAULT_AUTO_STAGE_MAX_BYTES + size_of::<T>(),
+        4_915_200,
+        64 * MIB,
+    ]
+}
+
+fn integrity<T: Pattern>() {
+    let (_ctx, stream) = gpu();
+    let ty = std::any::type_name::<T>();
+    let sz = size_of::<T>();
+    let mut fast = StagingBuffer::new();
+    let mut stage_all = StagingBuffer::new();
+    assert_eq!(stage_all.auto_stage_max_bytes(), usize::MAX);
+    let mut seed_routing = StagingBuffer::new();
+    seed_routing.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES);
+    assert_eq!(
+        seed_routing.auto_stage_max_bytes(),
+        DEFAULT_AUTO_STAGE_MAX_BYTES
+    );
+
+    for bytes in integrity_sizes::<T>() {
+        let n = elems::<T>(bytes);
+        let nbytes = n * sz;
+        let what = format!("{ty} x {n} ({nbytes} B)");
+        let mut dev = DeviceBuffer::<T>::alloc(n).expect("DeviceBuffer::alloc");
+
+        // upload_with: fill writes straight into pinned memory.
+        let s = seed();
+        let before = fast.stats();
+        let mut fill_len = None;
+        fast.upload_with(&mut dev, n, &stream, |dst: &mut [T]| {
+            fill_len = Some(dst.len());
+            fill_pattern(dst, s);
+        })
+        .expect("upload_with");
+        assert_eq!(fill_len, Some(n), "{what}: fill gets exactly n elements");
+        check(&format!("upload_with {what}"), &device_contents(&dev), s);
+        assert_counted(
+            &format!("upload_with {what}"),
+            before,
+            fast.stats(),
+            Route::Staged,
+            nbytes,
+            0,
+        );
+        assert!(fast.capacity() >= nbytes, "{what}: capacity");
+
+        // download_into: read straight out of pinned memory.
+        let s = seed();
+        set_device(&mut dev, s);
+        let before = fast.stats();
+        let got = fast.download_into(&dev, n, &stream).expect("download_into");
+        assert_eq!(got.len(), n);
+        check(&format!("download_into {what}"), got, s);
+        assert_counted(
+            &format!("download_into {what}"),
+            before,
+            fast.stats(),
+            Route::Staged,
+            0,
+            nbytes,
+        );
+
+        // upload / download, stage-all default routing and the seed's 512 KiB routing.
+        for (routing, staging) in [
+            ("default routing", &mut stage_all),
+            ("512 KiB routing", &mut seed_routing),
+        ] {
+            let route_up = if nbytes <= staging.stage_max_bytes(Direction::HostToDevice) {
+                Route::Staged
+            } else {
+                Route::Direct
+            };
+            let route_down = if nbytes <= staging.stage_max_bytes(Direction::DeviceToHost) {
+                Route::Staged
+            } else {
+                Route::Direct
+            };
+            if routing == "default routing" {
+                assert_eq!((route_up, route_down), (Route::Staged, Route::Staged));
+            }
+
+            let s = seed();
+            let src = pattern::<T>(n, s);
+            set_device(&mut dev, seed()); // something else there first
+            let before = staging.stats();
+            staging.upload(&mut dev, &src, &stream).expect("upload");
+            check(
+                &format!("upload {what}, {routing}"),
+                &device_contents(&dev),
+                s,
+            );
+            assert_counted(
+                &format!("upload {what}, {routing}"),
+                before,
+                staging.stats(),
+                route_up,
+                nbytes,
+                0,
+            );
+
+            let s = seed();
+            set_device(&mut dev, s);
+            let mut host = pattern::<T>(n, seed()); // something else there first
+            let before = staging.stats();
+            staging
+                .download(&mut host, &dev, &stream)
+                .expect("download");
+            check(&format!("download {what}, {routing}"), &host, s);
+            assert_counted(
+                &format!("download {what}, {routing}"),
+                before,
+                staging.stats(),
+                route_down,
+                0,
+                nbytes,
+            );
+        }
+    }
+    // The convenience path never pins more than its window.
+    assert!(stage_all.capacity() <= PIPELINE_WINDOW_BYTES);
+    assert!(seed_routing.capacity() <= PIPELINE_WINDOW_BYTES);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn integrity_u8_every_method_every_size() {
+    integrity::<u8>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn integrity_f32_every_method_every_size() {
+    integrity::<f32>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn integrity_f64_every_method_every_size() {
+    integrity::<f64>();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn integrity_user_pod_struct_every_method_every_size() {
+    assert_eq!(size_of::<Detection>(), 16);
+    integrity::<Detection>();
+}
+
+// ---------------------------------------------------------------------------------
+// 2. fast-path integrity at chunk boundaries, copy threads, unaligned host slices
+// ---------------------------------------------------------------------------------
+
+/// Around the parallel-copy threshold (64 KiB), the pipelining threshold (1 MiB),
+/// an odd size, and past the 8 MiB window (ring reuse).
+const BOUNDARY_BYTES: [usize; 11] = [
+    64 * KIB - 1,
+    64 * KIB,
+    64 * KIB + 1,
+    MIB - 1,
+    MIB,
+    MIB + 1,
+    3 * MIB + 7,
+    PIPELINE_WINDOW_BYTES - 1,
+    PIPELINE_WINDOW_BYTES + 1,
+    17 * MIB + 3,
+    33 * MIB + 5,
+];
+
+fn chunk_boundaries(threads: usize) {
+    let (_ctx, stream) = gpu();
+    // One buffer reused over growing sizes, and a fresh one per size (a window of
+    // exactly the rounded size).
+    let mut reused = StagingBuffer::new();
+    reused.set_copy_threads(threads);
+    assert_eq!(reused.copy_threads(), threads);
+    let mut fast = StagingBuffer::new();
+    fast.set_copy_threads(threads);
+
+    for bytes in BOUNDARY_BYTES {
+        let what = format!("{bytes} B, {threads} copy thread(s)");
+        let mut dev = device_with::<u8>(bytes, seed());
+        let mut fresh = StagingBuffer::new();
+        fresh.set_copy_threads(threads);
+
+        for (which, staging) in [("reused", &mut reused), ("fresh", &mut fresh)] {
+            let s = seed();
+            let src = pattern::<u8>(bytes, s);
+            let before = staging.stats();
+            staging.upload(&mut dev, &src, &stream).expect("upload");
+            check(
+                &format!("upload {what}, {which} buffer"),
+                &device_contents(&dev),
+                s,
+            );
+            assert_counted(&what, before, staging.stats(), Route::Staged, bytes, 0);
+            assert!(staging.capacity() <= PIPELINE_WINDOW_BYTES.max(bytes));
+
+            let s = seed();
+            set_device(&mut dev, s);
+            let mut host = pattern::<u8>(bytes, seed());
+            let before = staging.stats();
+            staging
+                .download(&mut host, &dev, &stream)
+                .expect("download");
+            check(&format!("download {what}, {which} buffer"), &host, s);
+            assert_counted(&what, before, staging.stats(), Route::Staged, 0, bytes);
+        }
+        assert!(
+            fresh.capacity() <= PIPELINE_WINDOW_BYTES,
+            "{what}: convenience path pinned {} B, more than its window",
+            fresh.capacity()
+        );
+
+        // The fast path at the same sizes (one contiguous pinned slice).
+        let s = seed();
+        fast.upload_with(&mut dev, bytes, &stream, |d| fill_pattern(d, s))
+            .expect("upload_with");
+        check(&format!("upload_with {what}"), &device_contents(&dev), s);
+        let s = seed();
+        set_device(&mut dev, s);
+        let got = fast
+            .download_into(&dev, bytes, &stream)
+            .expect("download_into");
+        check(&format!("download_into {what}"), got, s);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn chunk_boundaries_with_one_copy_thread() {
+    chunk_boundaries(1);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn chunk_boundaries_with_four_copy_threads() {
+    chunk_boundaries(4);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn ring_reuse_with_a_window_larger_than_the_default() {
+    // upload_with grows the buffer past the convenience window; the convenience path
+    // then uses all of it, with a different chunk/slot plan.
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let big = 12 * MIB + 5;
+    let mut dev = device_with::<u8>(big, seed());
+    staging
+        .upload_with(&mut dev, big, &stream, |d| fill_pattern(d, 1))
+        .expect("upload_with");
+    assert!(staging.capacity() >= big);
+    for bytes in [17 * MIB + 3, 40 * MIB + 1] {
+        let mut dev = DeviceBuffer::<u8>::alloc(bytes).expect("alloc");
+        let s = seed();
+        staging
+            .upload(&mut dev, &pattern(bytes, s), &stream)
+            .expect("upload");
+        check(&format!("upload {bytes} B"), &device_contents(&dev), s);
+        let s = seed();
+        set_device(&mut dev, s);
+        let mut host = pattern::<u8>(bytes, seed());
+        staging
+            .download(&mut host, &dev, &stream)
+            .expect("download");
+        check(&format!("download {bytes} B"), &host, s);
+    }
+    assert_eq!(staging.stats().allocations, 1, "no growth past the window");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn unaligned_host_slices_upload_and_download() {
+    let (_ctx, stream) = gpu();
+    for threads in [1, 4] {
+        let mut staging = StagingBuffer::new();
+        staging.set_copy_threads(threads);
+        for bytes in [
+            4 * KIB + 3,
+            150_528,
+            MIB + 1,
+            4_915_200,
+            PIPELINE_WINDOW_BYTES + 1,
+            17 * MIB + 3,
+        ] {
+            let what = format!("{bytes} B from offset 1, {threads} copy thread(s)");
+            let mut dev = device_with::<u8>(bytes, seed());
+
+            let s = seed();
+            let mut v = vec![0xEEu8; bytes + 1];
+            fill_pattern(&mut v[1..], s);
+            let src = &v[1..];
+            assert_eq!(src.as_ptr() as usize % 2, 1, "slice is really unaligned");
+            staging.upload(&mut dev, src, &stream).expect("upload");
+            check(&format!("upload {what}"), &device_contents(&dev), s);
+
+            let s = seed();
+            set_device(&mut dev, s);
+            let mut v = vec![0xEEu8; bytes + 1];
+            staging
+                .download(&mut v[1..], &dev, &stream)
+                .expect("download");
+            assert_eq!(v[0], 0xEE, "{what}: byte before the slice untouched");
+            check(&format!("download {what}"), &v[1..], s);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 3. ordering against work already queued on the stream, every route
+// ---------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug)]
+enum OrderRoute {
+    /// `upload_with` / `download_into`.
+    Fast,
+    /// `upload` / `download` with the default (stage everything) routing.
+    Staged,
+    /// `upload` / `download` with threshold 0: the driver's pageable path.
+    Pageable,
+    /// `upload` / `download` with a `PinnedBuffer` host side.
+    Pinned,
+    /// `upload` / `download` with a `HostRegistration` host side.
+    Registered,
+}
+
+const VALUE_AFTER_BUSY: u8 = 0x5A;
+const STALE_VALUE: u8 = 0x11;
+
+/// (a) A download must see a memset queued after 1 ms of work on the same stream,
+/// with no manual synchronisation in between.
+fn download_sees_queued_work(route: OrderRoute, bytes: usize) {
+    let (ctx, stream) = gpu();
+    let what = format!("download {route:?} {bytes} B");
+    let mut busy = Busy::new();
+    let mut staging = StagingBuffer::new();
+    if let OrderRoute::Pageable = route {
+        staging.set_auto_stage_max_bytes(0);
+    }
+    // A warm-up so the measured call does not spend its time pinning.
+    let mut dev = device_with::<u8>(bytes, seed());
+    let mut warm = vec![0u8; bytes];
+    staging.download(&mut warm, &dev, &stream).expect("warm-up");
+
+    // Host memory prepared before any work is queued (page-locking takes time).
+    let mut pageable = vec![0u8; bytes];
+    let mut pinned = match route {
+        OrderRoute::Pinned => Some(PinnedBuffer::<u8>::alloc(bytes).expect("PinnedBuffer::alloc")),
+        _ => None,
+    };
+    let reg_len = if let OrderRoute::Registered = route {
+        bytes
+    } else {
+        1
+    };
+    let (mut v, off) = registrable::<u8>(reg_len);
+    let mut reg = match route {
+        OrderRoute::Registered => Some(
+            HostRegistration::new(&ctx, &mut v[off..off + bytes]).expect("HostRegistration::new"),
+        ),
+        _ => None,
+    };
+
+    for round in 0..2u8 {
+        let what = format!("{what}, round {round}");
+        let host: &mut [u8] = match route {
+            OrderRoute::Pinned => pinned.as_deref_mut().expect("pinned"),
+            OrderRoute::Registered => reg.as_deref_mut().expect("registered"),
+            _ => &mut pageable,
+        };
+        fill_pattern(host, seed()); // something else there first
+        set_device(&mut dev, seed()); // a pattern, not the memset value
+        busy.queue(&stream);
+        // A different value each round, so nothing left from the previous round
+        // (in pinned memory or on the host) can pass for it.
+        let value = VALUE_AFTER_BUSY.wrapping_add(0x21 * round);
+        memset_async(&mut dev, value, &stream);
+        let before = staging.stats();
+        let expected_route = if let OrderRoute::Fast = route {
+            let got = staging.download_into(&dev, bytes, &stream).expect(&what);
+            check_all_eq(&what, got, value);
+            Route::Staged
+        } else {
+            staging.download(host, &dev, &stream).expect(&what);
+            check_all_eq(&what, host, value);
+            match route {
+                OrderRoute::Staged => Route::Staged,
+                OrderRoute::Pageable => Route::Direct,
+                _ => Route::PinnedSource,
+            }
+        };
+        assert_counted(&what, before, staging.stats(), expected_route, 0, bytes);
+    }
+    stream.synchronize().expect("synchronize");
+}
+
+/// (b) An upload must land after work already queued on the stream: a memset of the
+/// destination queued behind 1 ms of work must not overwrite the uploaded data.
+fn upload_lands_after_queued_work(route: OrderRoute, bytes: usize) {
+    let (ctx, stream) = gpu();
+    let what = format!("upload {route:?} {bytes} B");
+    let mut busy = Busy::new();
+    let mut staging = StagingBuffer::new();
+    if let OrderRoute::Pageable = route {
+        staging.set_auto_stage_max_bytes(0);
+    }
+    let mut dev = device_with::<u8>(bytes, seed());
+    staging
+        .upload(&mut dev, &pattern::<u8>(bytes, seed()), &stream)
+        .expect("warm-up");
+
+    for round in 0..2 {
+        let what = format!("{what}, round {round}");
+        set_device(&mut dev, seed());
+        let s = seed();
+        let before = staging.stats();
+        let expected_route = match route {
+            OrderRoute::Fast => {
+                busy.queue(&stream);
+                memset_async(&mut dev, STALE_VALUE, &stream);
+                staging
+                    .upload_with(&mut dev, bytes, &stream, |d| fill_pattern(d, s))
+                    .expect(&what);
+                Route::Staged
+            }
+            OrderRoute::Staged | OrderRoute::Pageable => {
+                let src = pattern::<u8>(bytes, s);
+                busy.queue(&stream);
+                memset_async(&mut dev, STALE_VALUE, &stream);
+                staging.upload(&mut dev, &src, &stream).expect(&what);
+                if let OrderRoute::Staged = route {
+                    Route::Staged
+                } else {
+                    Route::Direct
+                }
+            }
+            OrderRoute::Pinned => {
+                let mut src = PinnedBuffer::<u8>::alloc(bytes).expect("PinnedBuffer::alloc");
+                fill_pattern(&mut src, s);
+                busy.queue(&stream);
+                memset_async(&mut dev, STALE_VALUE, &stream);
+                staging.upload(&mut dev, &src, &stream).expect(&what);
+                Route::PinnedSource
+            }
+            OrderRoute::Registered => {
+                let (mut v, off) = registrable::<u8>(bytes);
+                fill_pattern(&mut v[off..off + bytes], s);
+                let reg = HostRegistration::new(&ctx, &mut v[off..off + bytes])
+                    .expect("HostRegistration::new");
+                busy.queue(&stream);
+                memset_async(&mut dev, STALE_VALUE, &stream);
+                staging.upload(&mut dev, &reg, &stream).expect(&what);
+                drop(reg);
+                Route::PinnedSource
+            }
+        };
+        // Landed when the call returned (semantic 1) ...
+        check(
+            &format!("{what}, read right after the call"),
+            &device_contents(&dev),
+            s,
+        );
+        // ... and nothing queued before it lands afterwards (semantic 2).
+        stream.synchronize().expect("synchronize");
+        check(
+            &format!("{what}, read after synchronising the stream"),
+            &device_contents(&dev),
+            s,
+        );
+        assert_counted(&what, before, staging.stats(), expected_route, bytes, 0);
+    }
+}
+
+/// Pipelined (4.7 MiB) and single-piece (150 KiB) sizes.
+const ORDER_SIZES: [usize; 2] = [4_915_200, 150_528];
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn ordering_fast_path() {
+    for bytes in ORDER_SIZES {
+        download_sees_queued_work(OrderRoute::Fast, bytes);
+        upload_lands_after_queued_work(OrderRoute::Fast, bytes);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn ordering_staged_default_routing() {
+    for bytes in ORDER_SIZES {
+        download_sees_queued_work(OrderRoute::Staged, bytes);
+        upload_lands_after_queued_work(OrderRoute::Staged, bytes);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn ordering_pageable_route_threshold_zero() {
+    for bytes in ORDER_SIZES {
+        download_sees_queued_work(OrderRoute::Pageable, bytes);
+        upload_lands_after_queued_work(OrderRoute::Pageable, bytes);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn ordering_pinned_buffer_host_side() {
+    for bytes in ORDER_SIZES {
+        download_sees_queued_work(OrderRoute::Pinned, bytes);
+        upload_lands_after_queued_work(OrderRoute::Pinned, bytes);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn ordering_host_registration_host_side() {
+    for bytes in ORDER_SIZES {
+        download_sees_queued_work(OrderRoute::Registered, bytes);
+        upload_lands_after_queued_work(OrderRoute::Registered, bytes);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn ordering_with_the_seed_threshold_on_both_sides_of_it() {
+    // The same tensor just below and just above 512 KiB: changing its size must not
+    // change ordering (it changes the route).
+    let (_ctx, stream) = gpu();
+    let mut busy = Busy::new();
+    let mut staging = StagingBuffer::new();
+    staging.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES);
+    for (bytes, route) in [
+        (DEFAULT_AUTO_STAGE_MAX_BYTES, Route::Staged),
+        (DEFAULT_AUTO_STAGE_MAX_BYTES + 4, Route::Direct),
+    ] {
+        let what = format!("{bytes} B");
+        let mut dev = device_with::<u8>(bytes, seed());
+        busy.queue(&stream);
+        memset_async(&mut dev, VALUE_AFTER_BUSY, &stream);
+        let mut host = pattern::<u8>(bytes, seed());
+        let before = staging.stats();
+        staging
+            .download(&mut host, &dev, &stream)
+            .expect("download");
+        check_all_eq(&format!("download {what}"), &host, VALUE_AFTER_BUSY);
+        assert_counted(&what, before, staging.stats(), route, 0, bytes);
+
+        let s = seed();
+        let src = pattern::<u8>(bytes, s);
+        busy.queue(&stream);
+        memset_async(&mut dev, STALE_VALUE, &stream);
+        let before = staging.stats();
+        staging.upload(&mut dev, &src, &stream).expect("upload");
+        stream.synchronize().expect("synchronize");
+        check(&format!("upload {what}"), &device_contents(&dev), s);
+        assert_counted(&what, before, staging.stats(), route, bytes, 0);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 4. prefixes leave the rest of the device buffer untouched
+// ---------------------------------------------------------------------------------
+
+fn prefix_case(label: &str, staging: &mut StagingBuffer, stream: &Stream, len: usize, n: usize) {
+    let what = format!("{label}: {n} of {len} f32");
+    let sentinel = seed();
+    let mut dev = device_with::<f32>(len, sentinel);
+
+    // upload_with of a prefix.
+    let s = seed();
+    staging
+        .upload_with(&mut dev, n, stream, |d| {
+            assert_eq!(d.len(), n);
+            fill_pattern(d, s)
+        })
+        .expect("upload_with");
+    let back = device_contents(&dev);
+    check(&format!("upload_with {what}: prefix"), &back[..n], s);
+    check_at(
+        &format!("upload_with {what}: rest"),
+        &back[n..],
+        n,
+        sentinel,
+    );
+
+    // upload of a shorter slice.
+    set_device(&mut dev, sentinel);
+    let s = seed();
+    staging
+        .upload(&mut dev, &pattern(n, s), stream)
+        .expect("upload");
+    let back = device_contents(&dev);
+    check(&format!("upload {what}: prefix"), &back[..n], s);
+    check_at(&format!("upload {what}: rest"), &back[n..], n, sentinel);
+
+    // download_into / download of a prefix: exactly src[..n], device unchanged.
+    let s = seed();
+    set_device(&mut dev, s);
+    let got = staging
+        .download_into(&dev, n, stream)
+        .expect("download_into");
+    assert_eq!(got.len(), n);
+    check(&format!("download_into {what}"), got, s);
+    let mut host = pattern::<f32>(n, seed());
+    staging.download(&mut host, &dev, stream).expect("download");
+    check(&format!("download {what}"), &host, s);
+    check(
+        &format!("{what}: device after downloads"),
+        &device_contents(&dev),
+        s,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn prefix_transfers_leave_the_rest_untouched() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let mut pageable = StagingBuffer::new();
+    pageable.set_auto_stage_max_bytes(0);
+    // (len, n): single piece, pipelined, pipelined past the window, one element.
+    for (len, n) in [
+        (50_000, 37_632),
+        (1_228_800, 1_228_799),
+        (1_228_800, 300_001),
+        (3 * MIB, 2 * MIB + 3),
+        (1000, 1),
+    ] {
+        prefix_case("default routing", &mut staging, &stream, len, n);
+        prefix_case("pageable routing", &mut pageable, &stream, len, n);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn prefix_from_a_page_locked_slice_leaves_the_rest_untouched() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let (len, n) = (1_228_800, 37_632);
+    let sentinel = seed();
+    let mut dev = device_with::<f32>(len, sentinel);
+    let s = seed();
+    let mut src = PinnedBuffer::<f32>::alloc(n).expect("PinnedBuffer::alloc");
+    fill_pattern(&mut src, s);
+    let before = staging.stats();
+    staging.upload(&mut dev, &src, &stream).expect("upload");
+    assert_counted(
+        "pinned prefix",
+        before,
+        staging.stats(),
+        Route::PinnedSource,
+        n * 4,
+        0,
+    );
+    let back = device_contents(&dev);
+    check("pinned prefix upload", &back[..n], s);
+    check_at("pinned prefix upload: rest", &back[n..], n, sentinel);
+}
+
+// ---------------------------------------------------------------------------------
+// 5. page-locked host slices are DMA'd straight from / into
+// ---------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn pinned_buffer_slices_are_dmad_directly() {
+    let (_ctx, stream) = gpu();
+    for threshold in [usize::MAX, DEFAULT_AUTO_STAGE_MAX_BYTES, 0] {
+        let mut staging = StagingBuffer::new();
+        staging.set_auto_stage_max_bytes(threshold);
+        for bytes in [4, 150_528, 4_915_200, 17 * MIB] {
+            let n = bytes / 4;
+            let what = format!("PinnedBuffer<f32> x {n}, threshold {threshold}");
+            let mut dev = device_with::<f32>(n, seed());
+            let mut host = PinnedBuffer::<f32>::alloc(n).expect("PinnedBuffer::alloc");
+
+            let s = seed();
+            fill_pattern(&mut host, s);
+            let before = staging.stats();
+            staging.upload(&mut dev, &host, &stream).expect("upload");
+            check(&format!("upload {what}"), &device_contents(&dev), s);
+            assert_counted(
+                &what,
+                before,
+                staging.stats(),
+                Route::PinnedSource,
+                bytes,
+                0,
+            );
+
+            let s = seed();
+            set_device(&mut dev, s);
+            fill_pattern(&mut host, seed());
+            let before = staging.stats();
+            staging
+                .download(&mut host, &dev, &stream)
+                .expect("download");
+            check(&format!("download {what}"), &host, s);
+            assert_counted(
+                &what,
+                before,
+                staging.stats(),
+                Route::PinnedSource,
+                0,
+                bytes,
+            );
+        }
+        // Nothing needed staging, so nothing was pinned.
+        assert_eq!(staging.capacity(), 0);
+        assert_eq!(staging.stats().allocations, 0);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn host_registration_slices_are_dmad_directly() {
+    let (ctx, stream) = gpu();
+    for threshold in [usize::MAX, 0] {
+        let mut staging = StagingBuffer::new();
+        staging.set_auto_stage_max_bytes(threshold);
+        for bytes in [150_528, 4_915_200] {
+            let n = bytes / 4;
+            let what = format!("HostRegistration<f32> x {n}, threshold {threshold}");
+            let mut dev = device_with::<f32>(n, seed());
+            let (mut v, off) = registrable::<f32>(n);
+            let mut reg =
+                HostRegistration::new(&ctx, &mut v[off..off + n]).expect("HostRegistration");
+
+            let s = seed();
+            fill_pattern(&mut reg, s);
+            let before = staging.stats();
+            staging.upload(&mut dev, &reg, &stream).expect("upload");
+            check(&format!("upload {what}"), &device_contents(&dev), s);
+            assert_counted(
+                &what,
+                before,
+                staging.stats(),
+                Route::PinnedSource,
+                bytes,
+                0,
+            );
+
+            let s = seed();
+            set_device(&mut dev, s);
+            fill_pattern(&mut reg, seed());
+            let before = staging.stats();
+            staging.download(&mut reg, &dev, &stream).expect("download");
+            check(&format!("download {what}"), &reg, s);
+            assert_counted(
+                &what,
+                before,
+                staging.stats(),
+                Route::PinnedSource,
+                0,
+                bytes,
+            );
+            reg.unregister().expect("unregister");
+        }
+        assert_eq!(staging.stats().allocations, 0);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn interior_slices_of_page_locked_memory_are_dmad_directly() {
+    // A slice that starts inside a page-locked allocation (not at its start) is still
+    // page-locked memory.
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let n = 37_632;
+    let mut host = PinnedBuffer::<u8>::alloc(n + 64).expect("PinnedBuffer::alloc");
+    let mut dev = device_with::<u8>(n, seed());
+    let s = seed();
+    fill_pattern(&mut host[3..3 + n], s);
+    let before = staging.stats();
+    staging
+        .upload(&mut dev, &host[3..3 + n], &stream)
+        .expect("upload");
+    check("upload from pinned[3..]", &device_contents(&dev), s);
+    assert_counted(
+        "upload from pinned[3..]",
+        before,
+        staging.stats(),
+        Route::PinnedSource,
+        n,
+        0,
+    );
+
+    let s = seed();
+    set_device(&mut dev, s);
+    let before = staging.stats();
+    staging
+        .download(&mut host[5..5 + n], &dev, &stream)
+        .expect("download");
+    check("download into pinned[5..]", &host[5..5 + n], s);
+    assert_counted(
+        "download into pinned[5..]",
+        before,
+        staging.stats(),
+        Route::PinnedSource,
+        0,
+        n,
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// 6. reuse and growth
+// ---------------------------------------------------------------------------------
+
+/// One frame over the seed's three shapes: `upload_with` into each, then
+/// `download_into` each, in the same order. Every upload overwrites the pinned bytes
+/// the previous one used, so a download that returned stale pinned memory instead of
+/// the device's contents shows up as a mismatch.
+fn seed_frame(
+    staging: &mut StagingBuffer,
+    devs: &mut [DeviceBuffer<f32>],
+    stream: &Stream,
+    frame: usize,
+) {
+    let mut seeds = Vec::new();
+    for (k, dev) in devs.iter_mut().enumerate() {
+        let s = seed();
+        seeds.push(s);
+        let n = dev.len();
+        staging
+            .upload_with(dev, n, stream, |d| fill_pattern(d, s))
+            .unwrap_or_else(|e| panic!("frame {frame} shape {k}: upload_with: {e}"));
+    }
+    if frame % 25 == 0 {
+        for (k, dev) in devs.iter().enumerate() {
+            check(
+                &format!("frame {frame} shape {k}: device after upload_with"),
+                &device_contents(dev),
+                seeds[k],
+            );
+        }
+    }
+    for (k, dev) in devs.iter().enumerate() {
+        let got = staging
+            .download_into(dev, dev.len(), stream)
+            .unwrap_or_else(|e| panic!("frame {frame} shape {k}: download_into: {e}"));
+        check(
+            &format!("frame {frame} shape {k}: round trip"),
+            got,
+            seeds[k],
+        );
+    }
+}
+
+fn seed_shape_buffers() -> Vec<DeviceBuffer<f32>> {
+    SEED_SHAPES
+        .iter()
+        .map(|&b| DeviceBuffer::<f32>::alloc(b / 4).expect("alloc"))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn steady_frames_allocate_only_while_growing() {
+    let (_ctx, stream) = gpu();
+    let mut devs = seed_shape_buffers();
+    let mut staging = StagingBuffer::new();
+
+    seed_frame(&mut staging, &mut devs, &stream, 0);
+    // The growth policy (at least the request, at least 1.5x, rounded up to 64 KiB):
+    // 150528 B pins 192 KiB, which also holds 196608 B; 4915200 B (exactly 75 x 64 KiB)
+    // grows once more. So two allocations, the second on the larger size.
+    let after_first = staging.stats();
+    assert_eq!(after_first.allocations, 2, "{after_first:?}");
+    assert_eq!(staging.capacity(), 4_915_200);
+    assert_eq!(after_first.peak_capacity_bytes, 4_915_200);
+
+    for frame in 1..100 {
+        seed_frame(&mut staging, &mut devs, &stream, frame);
+        assert_eq!(
+            staging.stats().allocations,
+            2,
+            "frame {frame}: steady frames must not re-pin"
+        );
+        assert_eq!(staging.capacity(), 4_915_200);
+    }
+    let st = staging.stats();
+    assert_eq!(st.staged_transfers, 600);
+    let frame_bytes: u64 = SEED_SHAPES.iter().map(|&b| b as u64).sum();
+    assert_eq!(st.bytes_uploaded, 100 * frame_bytes);
+    assert_eq!(st.bytes_downloaded, 100 * frame_bytes);
+    assert_eq!(st.direct_transfers, 0);
+    assert_eq!(st.pinned_source_transfers, 0);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn largest_shape_first_or_with_capacity_allocates_once() {
+    let (_ctx, stream) = gpu();
+    let mut devs = seed_shape_buffers();
+
+    // with_capacity(largest) then the loop: exactly one allocation, ever.
+    let mut staging = StagingBuffer::with_capacity(4_915_200).expect("with_capacity");
+    assert_eq!(staging.stats().allocations, 1);
+    let cap = staging.capacity();
+    assert!(cap >= 4_915_200);
+    for frame in 0..30 {
+        seed_frame(&mut staging, &mut devs, &stream, frame);
+    }
+    assert_eq!(staging.stats().allocations, 1);
+    assert_eq!(staging.capacity(), cap);
+
+    // A fresh buffer whose first transfer is the largest shape: also one.
+    let mut staging = StagingBuffer::new();
+    devs.reverse();
+    for frame in 0..30 {
+        seed_frame(&mut staging, &mut devs, &stream, frame);
+    }
+    assert_eq!(staging.stats().allocations, 1);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn growth_happens_only_on_a_larger_size_and_shrink_repins() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    assert_eq!(staging.capacity(), 0);
+
+    let round_trip = |staging: &mut StagingBuffer, n: usize| {
+        let mut dev = DeviceBuffer::<f32>::alloc(n).expect("alloc");
+        let s = seed();
+        staging
+            .upload_with(&mut dev, n, &stream, |d| fill_pattern(d, s))
+            .expect("upload_with");
+        check(&format!("upload_with {n}"), &device_contents(&dev), s);
+        let s = seed();
+        set_device(&mut dev, s);
+        let got = staging
+            .download_into(&dev, n, &stream)
+            .expect("download_into");
+        check(&format!("download_into {n}"), got, s);
+    };
+
+    round_trip(&mut staging, 37_632);
+    assert_eq!(staging.stats().allocations, 1);
+    let cap1 = staging.capacity();
+    assert!(cap1 >= 150_528);
+
+    // Anything that fits: no growth.
+    for n in [1, 1000, cap1 / 4] {
+        round_trip(&mut staging, n);
+        assert_eq!(staging.stats().allocations, 1, "n = {n}");
+        assert_eq!(staging.capacity(), cap1);
+    }
+
+    // One element more than the capacity: one growth.
+    let n = cap1 / 4 + 1;
+    round_trip(&mut staging, n);
+    assert_eq!(staging.stats().allocations, 2);
+    let cap2 = staging.capacity();
+    assert!(cap2 >= n * 4, "capacity {cap2} < {} B", n * 4);
+    assert_eq!(staging.stats().peak_capacity_bytes, cap2);
+    round_trip(&mut staging, n);
+    round_trip(&mut staging, 37_632);
+    assert_eq!(staging.stats().allocations, 2);
+
+    // reserve within the capacity: nothing; beyond: one growth.
+    staging.reserve(cap2).expect("reserve");
+    assert_eq!(staging.stats().allocations, 2);
+    staging.reserve(cap2 + 1).expect("reserve");
+    assert_eq!(staging.stats().allocations, 3);
+    let cap3 = staging.capacity();
+    assert!(cap3 > cap2);
+
+    // shrink_to_fit releases everything; the next transfer pins again.
+    let stats = staging.stats();
+    staging.shrink_to_fit();
+    assert_eq!(staging.capacity(), 0);
+    assert_eq!(staging.stats(), stats, "shrink_to_fit keeps the counters");
+    round_trip(&mut staging, 37_632);
+    assert_eq!(staging.stats().allocations, 4);
+    assert!(staging.capacity() >= 150_528);
+    round_trip(&mut staging, 37_632);
+    assert_eq!(staging.stats().allocations, 4);
+    assert_eq!(staging.stats().peak_capacity_bytes, cap3);
+
+    // The convenience path after shrinking pins again too, and works.
+    staging.shrink_to_fit();
+    let mut dev = DeviceBuffer::<f32>::alloc(1000).expect("alloc");
+    let s = seed();
+    staging
+        .upload(&mut dev, &pattern(1000, s), &stream)
+        .expect("upload");
+    check("upload after shrink", &device_contents(&dev), s);
+    assert_eq!(staging.stats().allocations, 5);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn convenience_path_streams_64_mib_through_its_window() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let n = 16 * MIB; // f32: 64 MiB
+    let mut dev = DeviceBuffer::<f32>::alloc(n).expect("alloc");
+    let mut allocations = None;
+    for round in 0..3 {
+        let s = seed();
+        staging
+            .upload(&mut dev, &pattern(n, s), &stream)
+            .expect("upload");
+        check(
+            &format!("round {round}: upload 64 MiB"),
+            &device_contents(&dev),
+            s,
+        );
+        let s = seed();
+        set_device(&mut dev, s);
+        let mut host = pattern::<f32>(n, seed());
+        staging
+            .download(&mut host, &dev, &stream)
+            .expect("download");
+        check(&format!("round {round}: download 64 MiB"), &host, s);
+
+        assert!(
+            staging.capacity() <= PIPELINE_WINDOW_BYTES,
+            "round {round}: pinned {} B for a 64 MiB transfer",
+            staging.capacity()
+        );
+        let a = staging.stats().allocations;
+        assert_eq!(*allocations.get_or_insert(a), a, "round {round}: re-pinned");
+    }
+    assert_eq!(allocations, Some(1));
+    assert_eq!(staging.stats().staged_transfers, 6);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn convenience_path_never_pins_more_than_its_window() {
+    // PIPELINE_WINDOW_BYTES is documented as "the largest pinned window the
+    // convenience path grows to". Growing from 6 MiB for a transfer just under the
+    // window must not overshoot it by the 1.5x growth factor.
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    for bytes in [
+        6 * MIB,
+        PIPELINE_WINDOW_BYTES - 1,
+        PIPELINE_WINDOW_BYTES,
+        3 * PIPELINE_WINDOW_BYTES + 1,
+    ] {
+        let mut dev = DeviceBuffer::<u8>::alloc(bytes).expect("alloc");
+        let s = seed();
+        staging
+            .upload(&mut dev, &pattern(bytes, s), &stream)
+            .expect("upload");
+        check(&format!("upload {bytes} B"), &device_contents(&dev), s);
+        let s = seed();
+        set_device(&mut dev, s);
+        let mut host = pattern::<u8>(bytes, seed());
+        staging
+            .download(&mut host, &dev, &stream)
+            .expect("download");
+        check(&format!("download {bytes} B"), &host, s);
+        assert!(
+            staging.capacity() <= PIPELINE_WINDOW_BYTES,
+            "after {bytes} B: the convenience path pinned {} B, more than its {} B window",
+            staging.capacity(),
+            PIPELINE_WINDOW_BYTES
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 7. bad input changes nothing
+// ---------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn bad_input_is_an_error_and_changes_nothing() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let len = 1000;
+    let mut dev = DeviceBuffer::<f32>::alloc(len).expect("alloc");
+    // Some history first, so there is something to leave unchanged.
+    staging
+        .upload_with(&mut dev, len, &stream, |d| fill_pattern(d, 7))
+        .expect("upload_with");
+    let mut host = vec![0.0f32; len];
+    staging
+        .download(&mut host, &dev, &stream)
+        .expect("download");
+    let sentinel = seed();
+    set_device(&mut dev, sentinel);
+    let stats0 = staging.stats();
+    let cap0 = staging.capacity();
+    assert!(cap0 > 0);
+
+    // n > len
+    let mut fill_called = false;
+    let e = staging
+        .upload_with(&mut dev, len + 1, &stream, |_: &mut [f32]| {
+            fill_called = true
+        })
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ExceedsDeviceBuffer {
+                n: 1001,
+                len: 1000,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(!fill_called, "fill must not run for a rejected transfer");
+    let e = staging.download_into(&dev, len + 1, &stream).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ExceedsDeviceBuffer {
+                n: 1001,
+                len: 1000,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+
+    // host slice longer than the device buffer
+    let long_seed = seed();
+    let long = pattern::<f32>(len + 1, long_seed);
+    let e = staging.upload(&mut dev, &long, &stream).unwrap_err();
+    assert!(matches!(e, Error::ExceedsDeviceBuffer { .. }), "{e:?}");
+    let mut long_dst = long.clone();
+    let e = staging.download(&mut long_dst, &dev, &stream).unwrap_err();
+    assert!(matches!(e, Error::ExceedsDeviceBuffer { .. }), "{e:?}");
+    check("host slice after rejected download", &long_dst, long_seed);
+
+    // the same through the pageable route
+    staging.set_auto_stage_max_bytes(0);
+    let e = staging.upload(&mut dev, &long, &stream).unwrap_err();
+    assert!(matches!(e, Error::ExceedsDeviceBuffer { .. }), "{e:?}");
+    let e = staging.download(&mut long_dst, &dev, &stream).unwrap_err();
+    assert!(matches!(e, Error::ExceedsDeviceBuffer { .. }), "{e:?}");
+    staging.set_auto_stage_max_bytes(usize::MAX);
+
+    // n * size_of::<T>() overflows
+    for n in [usize::MAX, usize::MAX / 4 + 1] {
+        let e = staging
+            .upload_with(&mut dev, n, &stream, |_: &mut [f32]| fill_called = true)
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::SizeOverflow { elem_bytes: 4, .. }),
+            "{e:?}"
+        );
+        let e = staging.download_into(&dev, n, &stream).unwrap_err();
+        assert!(
+            matches!(e, Error::SizeOverflow { elem_bytes: 4, .. }),
+            "{e:?}"
+        );
+    }
+    assert!(!fill_called);
+
+    assert_eq!(staging.stats(), stats0, "rejected calls changed the stats");
+    assert_eq!(
+        staging.capacity(),
+        cap0,
+        "rejected calls changed the capacity"
+    );
+    check(
+        "device buffer after rejected calls",
+        &device_contents(&dev),
+        sentinel,
+    );
+
+    // And the buffer still works.
+    let s = seed();
+    staging
+        .upload(&mut dev, &pattern(len, s), &stream)
+        .expect("upload after errors");
+    check("upload after errors", &device_contents(&dev), s);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn zero_elements_succeed_and_do_nothing() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let sentinel = seed();
+    let mut dev = device_with::<f32>(100, sentinel);
+    let mut empty_dev = DeviceBuffer::<f32>::alloc(0).expect("alloc(0)");
+
+    for d in [&mut dev, &mut empty_dev] {
+        let mut calls = Vec::new();
+        staging
+            .upload_with(d, 0, &stream, |s: &mut [f32]| calls.push(s.len()))
+            .expect("upload_with of 0");
+        assert_eq!(calls, [0], "fill is called once, with an empty slice");
+        let got = staging
+            .download_into(d, 0, &stream)
+            .expect("download_into of 0");
+        assert!(got.is_empty());
+        staging.upload(d, &[], &stream).expect("upload of 0");
+        staging
+            .download(&mut [], d, &stream)
+            .expect("download of 0");
+    }
+    assert_eq!(staging.stats(), StagingStats::default());
+    assert_eq!(staging.capacity(), 0, "zero elements pin nothing");
+    check(
+        "device after empty transfers",
+        &device_contents(&dev),
+        sentinel,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn failed_reserve_leaves_the_old_buffer_usable() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    staging.reserve(MIB).expect("reserve 1 MiB");
+    let cap0 = staging.capacity();
+    assert!(cap0 >= MIB);
+    let stats0 = staging.stats();
+    assert_eq!(stats0.allocations, 1);
+
+    let e = staging
+        .reserve(1 << 40)
+        .expect_err("pinning 1 TiB must fail");
+    eprintln!("reserve(1 TiB) failed as expected: {e}");
+    assert_eq!(
+        staging.capacity(),
+        cap0,
+        "a failed grow keeps the old buffer"
+    );
+    assert_eq!(staging.stats(), stats0);
+
+    // The old buffer still serves transfers, without a new allocation.
+    let n = MIB / 4;
+    let mut dev = DeviceBuffer::<f32>::alloc(n).expect("alloc");
+    let s = seed();
+    staging
+        .upload_with(&mut dev, n, &stream, |d| fill_pattern(d, s))
+        .expect("upload_with");
+    check(
+        "upload_with after failed reserve",
+        &device_contents(&dev),
+        s,
+    );
+    let s = seed();
+    set_device(&mut dev, s);
+    let got = staging
+        .download_into(&dev, n, &stream)
+        .expect("download_into");
+    check("download_into after failed reserve", got, s);
+    assert_eq!(staging.stats().allocations, 1);
+}
+
+// ---------------------------------------------------------------------------------
+// 8. a panic inside fill
+// ---------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn panic_inside_fill_leaves_the_buffer_usable() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let n = 1_228_800;
+    let sentinel = seed();
+    let mut dev = device_with::<f32>(n, sentinel);
+
+    for attempt in 0..2 {
+        let before = staging.stats();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            staging.upload_with(&mut dev, n, &stream, |d: &mut [f32]| {
+                fill_pattern(&mut d[..n / 2], 99);
+                panic!("fill panicked on purpose (this message is expected)");
+            })
+        }));
+        assert!(r.is_err(), "attempt {attempt}: the panic propagates");
+        let after = staging.stats();
+        assert_eq!(
+            transfer_counters(&after),
+            transfer_counters(&before),
+            "attempt {attempt}: a panicked call is not counted as a transfer"
+        );
+        // The pinned memory stays allocated and counted: one allocation in all.
+        assert_eq!(after.allocations, 1, "attempt {attempt}");
+        assert!(staging.capacity() >= n * 4);
+        check(
+            &format!("attempt {attempt}: device after panic in fill"),
+            &device_contents(&dev),
+            sentinel,
+        );
+    }
+
+    // The next calls work and move the right data.
+    let s = seed();
+    staging
+        .upload_with(&mut dev, n, &stream, |d| fill_pattern(d, s))
+        .expect("upload_with after panic");
+    check("upload_with after panic", &device_contents(&dev), s);
+    let s = seed();
+    set_device(&mut dev, s);
+    let got = staging
+        .download_into(&dev, n, &stream)
+        .expect("download_into");
+    check("download_into after panic", got, s);
+    let s = seed();
+    staging
+        .upload(&mut dev, &pattern(n, s), &stream)
+        .expect("upload after panic");
+    check("upload after panic", &device_contents(&dev), s);
+    let st = staging.stats();
+    assert_eq!(st.allocations, 1);
+    assert_eq!(st.staged_transfers, 3);
+    assert_eq!(st.bytes_uploaded, 2 * n as u64 * 4);
+}
+
+// ---------------------------------------------------------------------------------
+// 9. calibration
+// ---------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn calibrate_measures_both_directions_and_keeps_counters() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let n = 37_632;
+    let mut dev = DeviceBuffer::<f32>::alloc(n).expect("alloc");
+    staging
+        .upload(&mut dev, &pattern(n, seed()), &stream)
+        .expect("upload");
+    let mut host = vec![0.0f32; n];
+    staging
+        .download(&mut host, &dev, &stream)
+        .expect("download");
+    let before = staging.stats();
+
+    let cal = staging.calibrate(&stream).expect("calibrate");
+    eprintln!("calibration: {cal:#?}");
+
+    for direction in [Direction::HostToDevice, Direction::DeviceToHost] {
+        let samples: Vec<_> = cal
+            .samples
+            .iter()
+            .filter(|s| s.direction == direction)
+            .collect();
+        assert!(!samples.is_empty(), "{direction:?}: no samples");
+        for s in &samples {
+            assert!(s.bytes > 0);
+            assert!(
+                s.staged_us.is_finite() && s.staged_us > 0.0,
+                "{direction:?} {s:?}"
+            );
+            assert!(
+                s.pageable_us.is_finite() && s.pageable_us > 0.0,
+                "{direction:?} {s:?}"
+            );
+        }
+        let threshold = match direction {
+            Direction::HostToDevice => cal.upload_stage_max_bytes,
+            Direction::DeviceToHost => cal.download_stage_max_bytes,
+        };
+        assert!(
+            threshold == usize::MAX
+                || threshold == 0
+                || samples.iter().any(|s| s.bytes == threshold),
+            "{direction:?}: threshold {threshold} is none of MAX, 0 or a timed size"
+        );
+        assert_eq!(staging.stage_max_bytes(direction), threshold);
+    }
+
+    let after = staging.stats();
+    assert_eq!(
+        transfer_counters(&after),
+        transfer_counters(&before),
+        "calibration must not show in the transfer counters"
+    );
+    assert!(after.allocations >= before.allocations);
+
+    // Transfers still work, on whatever route calibration chose.
+    for bytes in [150_528, 4_915_200] {
+        let n = bytes / 4;
+        let mut dev = DeviceBuffer::<f32>::alloc(n).expect("alloc");
+        let s = seed();
+        staging
+            .upload(&mut dev, &pattern(n, s), &stream)
+            .expect("upload after calibrate");
+        check("upload after calibrate", &device_contents(&dev), s);
+        let s = seed();
+        set_device(&mut dev, s);
+        let mut host = pattern::<f32>(n, seed());
+        staging
+            .download(&mut host, &dev, &stream)
+            .expect("download after calibrate");
+        check("download after calibrate", &host, s);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// 10. threads
+// ---------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn eight_threads_each_with_its_own_stream_and_buffer() {
+    let (ctx, _stream) = gpu();
+    const SIZES: [usize; 6] = [4, 4 * KIB, 150_528, 196_608, MIB + 4, 4_915_200];
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let ctx = ctx.clone();
+                scope.spawn(move || {
+                    // Nothing is bound on this thread: every call enters the context
+                    // of its stream or buffer.
+                    let stream = Stream::new(&ctx).expect("Stream::new");
+                    let mut staging = StagingBuffer::new();
+                    if t % 2 == 1 {
+                        staging.set_copy_threads(2);
+                    }
+                    for iter in 0..50 {
+                        let bytes = SIZES[(t + iter) % SIZES.len()];
+                        let n = bytes / 4;
+                        let what = format!("thread {t} iteration {iter} ({bytes} B)");
+                        let mut a = DeviceBuffer::<f32>::alloc_in(&ctx, n).expect("alloc_in");
+                        let mut b = DeviceBuffer::<f32>::alloc_in(&ctx, n).expect("alloc_in");
+                        let (sa, sb) = (seed(), seed());
+                        // Two uploads (the second overwrites the pinned bytes of the
+                        // first), then two downloads in the same order.
+                        if iter % 2 == 0 {
+                            staging
+                                .upload_with(&mut a, n, &stream, |d| fill_pattern(d, sa))
+                                .expect(&what);
+                            staging
+                                .upload(&mut b, &pattern(n, sb), &stream)
+                                .expect(&what);
+                            let got = staging.download_into(&a, n, &stream).expect(&what);
+                            check(&format!("{what}: a"), got, sa);
+                            let mut host = pattern::<f32>(n, seed());
+                            staging.download(&mut host, &b, &stream).expect(&what);
+                            check(&format!("{what}: b"), &host, sb);
+                        } else {
+                            staging
+                                .upload(&mut a, &pattern(n, sa), &stream)
+                                .expect(&what);
+                            staging
+                                .upload_with(&mut b, n, &stream, |d| fill_pattern(d, sb))
+                                .expect(&what);
+                            let mut host = pattern::<f32>(n, seed());
+                            staging.download(&mut host, &a, &stream).expect(&what);
+                            check(&format!("{what}: a"), &host, sa);
+                            let got = staging.download_into(&b, n, &stream).expect(&what);
+                            check(&format!("{what}: b"), got, sb);
+                        }
+                        if iter % 10 == 0 {
+                            check(&format!("{what}: device a"), &device_contents(&a), sa);
+                            check(&format!("{what}: device b"), &device_contents(&b), sb);
+                        }
+                    }
+                    let st = staging.stats();
+                    assert_eq!(st.staged_transfers, 200, "thread {t}: {st:?}");
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .expect("a worker thread failed (see its panic above)");
+        }
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_buffer_moved_to_another_thread_keeps_working() {
+    let (ctx, stream) = gpu();
+    let n = 1_228_800;
+    let mut staging = StagingBuffer::new();
+    let mut dev = device_with::<f32>(n, seed());
+    let s = seed();
+    staging
+        .upload(&mut dev, &pattern(n, s), &stream)
+        .expect("upload");
+    check("upload before the move", &device_contents(&dev), s);
+    let stats = staging.stats();
+
+    let (mut staging, mut dev) = std::thread::spawn(move || {
+        let stream = Stream::new(&ctx).expect("Stream::new");
+        let mut staging = staging;
+        let mut dev = dev;
+        assert_eq!(staging.stats(), stats);
+        let s = seed();
+        staging
+            .upload_with(&mut dev, n, &stream, |d| fill_pattern(d, s))
+            .expect("upload_with on the other thread");
+        check("upload_with on the other thread", &device_contents(&dev), s);
+        let s = seed();
+        set_device(&mut dev, s);
+        let mut host = pattern::<f32>(n, seed());
+        staging
+            .download(&mut host, &dev, &stream)
+            .expect("download on the other thread");
+        check("download on the other thread", &host, s);
+        (staging, dev)
+    })
+    .join()
+    .expect("the other thread failed");
+
+    let s = seed();
+    set_device(&mut dev, s);
+    let got = staging
+        .download_into(&dev, n, &stream)
+        .expect("download_into");
+    check("download_into back on the first thread", got, s);
+    assert_eq!(staging.stats().allocations, 1);
+    assert_eq!(staging.stats().staged_transfers, 4);
+}

@@ -122,7 +122,14 @@ impl Context {
     /// Returns [`Error::NoContext`] when none is current. A primary context made
     /// current by other code is retained like one from [`Context::new`].
     pub fn current() -> Result<Context> {
-        let raw = result::ctx_get_current()?;
+        let raw = match result::ctx_get_current() {
+            Ok(raw) => raw,
+            // Before cuInit nothing can be current.
+            Err(e) if e.driver_code() == Some(cuda_sys::CUDA_ERROR_NOT_INITIALIZED) => {
+                return Err(Error::NoContext)
+            }
+            Err(e) => return Err(e),
+        };
         if raw.is_null() {
             return Err(Error::NoContext);
         }

@@ -330,7 +330,8 @@ pub unsafe fn mem_host_unregister(p: *mut c_void) -> Result<()> {
 }
 
 /// Whether the driver knows `p` as page-locked host memory (allocated by the driver
-/// or registered). Never fails: anything but a clear "host memory" answer is `false`.
+/// or registered). Needs a current context. Never fails: anything but a clear
+/// "host memory" answer is `false`.
 pub fn is_page_locked(p: *const c_void) -> bool {
     let Ok(d) = driver() else { return false };
     let mut kind: c_uint = 0;

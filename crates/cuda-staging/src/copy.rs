@@ -6,37 +6,32 @@
 //! ordinary stores, ~11 µs after non-temporal ones). x86-64 always has SSE2's
 //! `movntdq`; elsewhere this falls back to a plain copy.
 
-/// Copies `len` bytes into pinned memory, bypassing the caches where the CPU allows.
+/// Copies `len` bytes; with `streaming`, bypassing the caches where the CPU allows.
+///
+/// Streaming (non-temporal) stores are for destinations nobody reads soon from the
+/// cache: pinned memory the DMA engine reads next, and the far end of a large
+/// download (the stores then also skip the read-for-ownership of each destination
+/// line). Below 4 KiB, and off x86-64, it is a plain copy.
 ///
 /// # Safety
 /// 1. `src` is readable and `dst` writable for `len` bytes; the ranges do not overlap.
 #[inline]
-pub(crate) unsafe fn copy_to_pinned(dst: *mut u8, src: *const u8, len: usize) {
+pub(crate) unsafe fn copy(dst: *mut u8, src: *const u8, len: usize, streaming: bool) {
     #[cfg(target_arch = "x86_64")]
     {
-        if len >= 4096 {
+        if streaming && len >= 4096 {
             // SAFETY: condition 1 passes through.
             unsafe { copy_nt_x86_64(dst, src, len) };
             return;
         }
     }
-    // SAFETY: condition 1.
-    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
-}
-
-/// Copies `len` bytes out of pinned memory (plain copy: non-temporal loads gain
-/// nothing on write-back memory).
-///
-/// # Safety
-/// 1. `src` is readable and `dst` writable for `len` bytes; the ranges do not overlap.
-#[inline]
-pub(crate) unsafe fn copy_from_pinned(dst: *mut u8, src: *const u8, len: usize) {
+    let _ = streaming;
     // SAFETY: condition 1.
     unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
 }
 
 /// # Safety
-/// 1. As [`copy_to_pinned`].
+/// 1. As [`copy`].
 #[cfg(target_arch = "x86_64")]
 unsafe fn copy_nt_x86_64(dst: *mut u8, src: *const u8, len: usize) {
     use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
@@ -84,13 +79,13 @@ mod tests {
                 for dof in [0usize, 5, 48] {
                     let mut dst = vec![0u8; 20_100];
                     // SAFETY: offsets + len stay inside both Vecs, which are distinct.
-                    unsafe { copy_to_pinned(dst.as_mut_ptr().add(dof), src.as_ptr().add(so), len) };
+                    unsafe { copy(dst.as_mut_ptr().add(dof), src.as_ptr().add(so), len, true) };
                     assert_eq!(&dst[dof..dof + len], &src[so..so + len]);
                     assert!(dst[..dof].iter().all(|&b| b == 0));
                     assert!(dst[dof + len..].iter().all(|&b| b == 0));
                     let mut back = vec![0u8; len];
                     // SAFETY: as above.
-                    unsafe { copy_from_pinned(back.as_mut_ptr(), dst.as_ptr().add(dof), len) };
+                    unsafe { copy(back.as_mut_ptr(), dst.as_ptr().add(dof), len, false) };
                     assert_eq!(back, &src[so..so + len]);
                 }
             }

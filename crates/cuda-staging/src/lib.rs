@@ -26,10 +26,13 @@
 //!     which the following DMA reads at full speed, and for large transfers it is
 //!     cut into chunks so the copy of one overlaps the DMA of another, through a
 //!     pinned window of at most [`PIPELINE_WINDOW_BYTES`];
-//!   - routing is per direction: transfers above
+//!   - routing is per direction: transfers below
+//!     [`StagingBuffer::stage_min_bytes`] or above
 //!     [`StagingBuffer::stage_max_bytes`] go to the driver's pageable path instead.
-//!     The shipped default stages every size, because on our H200 the staged path
-//!     beats the driver at every size measured (table below);
+//!     The shipped default ([`DEFAULT_STAGE_MIN_BYTES`]) hands uploads under 64 KiB
+//!     to the driver, which copies such small pageable uploads inline as fast as a
+//!     DMA from pinned memory, and stages everything else, because on our H200
+//!     the staged path beats the driver there (table below);
 //!     [`StagingBuffer::calibrate`] re-measures on your machine and sets the
 //!     thresholds, and [`DEFAULT_AUTO_STAGE_MAX_BYTES`] restores the seed's fixed
 //!     512 KiB routing.
@@ -120,8 +123,9 @@ pub use stats::StagingStats;
 /// seed's behaviour (stage at or below 512 KiB, hand larger transfers to the
 /// driver's pageable path). [`StagingBuffer::new`] no longer starts with it: with
 /// the multi-threaded, non-temporal, pipelined host copy the staged path is faster
-/// than the driver's at every size on our H200, so the default stages every size
-/// (`usize::MAX`), and [`StagingBuffer::calibrate`] adjusts per machine.
+/// than the driver's from 64 KiB up to the largest size measured on our H200, so the
+/// default upper bound is `usize::MAX` (with [`DEFAULT_STAGE_MIN_BYTES`] below), and
+/// [`StagingBuffer::calibrate`] adjusts both per machine.
 pub const DEFAULT_AUTO_STAGE_MAX_BYTES: usize = 512 * 1024;
 
 /// Types for which every bit pattern is a valid value, so they can be staged

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::copy::{copy_from_pinned, copy_to_pinned};
+use crate::copy::copy;
 
 /// How long an idle worker spins before it parks.
 const SPIN: Duration = Duration::from_micros(200);
@@ -22,8 +22,8 @@ pub(crate) struct Part {
     pub(crate) dst: *mut u8,
     pub(crate) src: *const u8,
     pub(crate) len: usize,
-    /// `true`: the destination is pinned memory the DMA engine reads next.
-    pub(crate) to_pinned: bool,
+    /// Use streaming (non-temporal) stores; see [`copy`].
+    pub(crate) streaming: bool,
 }
 
 impl Part {
@@ -31,19 +31,14 @@ impl Part {
         dst: std::ptr::null_mut(),
         src: std::ptr::null(),
         len: 0,
-        to_pinned: false,
+        streaming: false,
     };
 
     /// # Safety
     /// 1. `src` is readable and `dst` writable for `len` bytes, and the two do not overlap.
     unsafe fn run(self) {
-        if self.to_pinned {
-            // SAFETY: condition 1.
-            unsafe { copy_to_pinned(self.dst, self.src, self.len) }
-        } else {
-            // SAFETY: condition 1.
-            unsafe { copy_from_pinned(self.dst, self.src, self.len) }
-        }
+        // SAFETY: condition 1.
+        unsafe { copy(self.dst, self.src, self.len, self.streaming) }
     }
 }
 
@@ -133,7 +128,7 @@ impl CopyPool {
         dst: *mut u8,
         src: *const u8,
         len: usize,
-        to_pinned: bool,
+        streaming: bool,
         parts: usize,
     ) {
         let parts = parts.clamp(1, self.participants());
@@ -154,10 +149,12 @@ impl CopyPool {
                     dst: dst.add(off),
                     src: src.add(off),
                     len: n,
-                    to_pinned,
+                    streaming,
                 };
             }
-            slot.posted.store(gen, Ordering::Release);
+            // SeqCst pairs with the worker's SeqCst `sleeping` store and `posted`
+            // re-check: one of the two sides must see the other (no lost wake-up).
+            slot.posted.store(gen, Ordering::SeqCst);
             if slot.sleeping.load(Ordering::SeqCst) {
                 self.handles[used].thread().unpark();
             }
@@ -170,7 +167,7 @@ impl CopyPool {
                 dst,
                 src,
                 len: per.min(len),
-                to_pinned,
+                streaming,
             }
             .run()
         };
@@ -258,7 +255,7 @@ mod tests {
             1 << 20,
             (1 << 20) + 13,
         ] {
-            for to_pinned in [true, false] {
+            for streaming in [true, false] {
                 let src: Vec<u8> = (0..len + 3).map(|i| (i * 7 + len) as u8).collect();
                 let mut dst = vec![0xAAu8; len + 5];
                 // SAFETY: both ranges are inside their Vecs and distinct.
@@ -267,7 +264,7 @@ mod tests {
                         dst.as_mut_ptr().add(1),
                         src.as_ptr().add(3),
                         len,
-                        to_pinned,
+                        streaming,
                         4,
                     )
                 };

@@ -312,6 +312,7 @@ fn chunk_boundaries(threads: usize) {
         let mut dev = device_with::<u8>(bytes, seed());
         let mut fresh = StagingBuffer::new();
         fresh.set_copy_threads(threads);
+        fresh.set_stage_min_bytes(Direction::HostToDevice, 0);
 
         for (which, staging) in [("reused", &mut reused), ("fresh", &mut fresh)] {
             let s = seed();

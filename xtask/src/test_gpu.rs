@@ -90,6 +90,9 @@ fn local(args: &Args) -> Result<()> {
         .iter()
         .filter(|a| args.soak || !a.is_soak())
         .filter(|a| args.multi_gpu || !a.is_multi_gpu())
+        // It hides every device from a child process, and compute-sanitizer drops
+        // CUDA_VISIBLE_DEVICES from the children it runs.
+        .filter(|a| !(args.sanitize && a.target.contains("no_device")))
         .filter(|a| {
             args.only
                 .as_ref()
@@ -381,6 +384,12 @@ for name in ${RUN[@]+"${RUN[@]}"}; do
   if [ "$skip" = 1 ]; then
     LINES+=("$name: skipped (uses trybuild, which needs cargo; CI runs it)")
     continue
+  fi
+  if [ "$SANITIZE" = 1 ]; then
+    case "$name" in *no_device*)
+      LINES+=("$name: skipped under --sanitize (it hides every device from a child process; compute-sanitizer drops CUDA_VISIBLE_DEVICES)")
+      continue ;;
+    esac
   fi
   RAN=$((RAN + 1))
   cmd=(${SAN[@]+"${SAN[@]}"} "bin/$name" --include-ignored ${ARGS[@]+"${ARGS[@]}"})

@@ -120,7 +120,9 @@ impl Context {
     /// The context current on the calling thread, as a `Context` that keeps it alive.
     ///
     /// Returns [`Error::NoContext`] when none is current. A primary context made
-    /// current by other code is retained like one from [`Context::new`].
+    /// current by other code is retained like one from [`Context::new`]; any other
+    /// context (created by another library, which may destroy it) is refused with
+    /// [`Error::InvalidArgument`]: wrap it with [`Context::from_raw_borrowed`].
     pub fn current() -> Result<Context> {
         let raw = match result::ctx_get_current() {
             Ok(raw) => raw,
@@ -149,26 +151,25 @@ impl Context {
         let device = result::ctx_get_device()?;
         let primary = result::primary_ctx_retain(device)?;
         let ordinal = device.max(0) as usize;
-        let ctx = if primary == raw {
-            Context {
-                inner: Arc::new(Inner {
-                    raw,
-                    device,
-                    ordinal,
-                    retained: true,
-                }),
-            }
-        } else {
+        if primary != raw {
             // SAFETY: balances the retain just above.
             unsafe { result::primary_ctx_release(device) }?;
-            Context {
-                inner: Arc::new(Inner {
-                    raw,
-                    device,
-                    ordinal,
-                    retained: false,
-                }),
-            }
+            // A context some other library created: we cannot keep it alive, so safe
+            // code must not hold on to it.
+            return Err(Error::InvalidArgument {
+                op: "Context::current",
+                reason: "the current context is not a device's primary context; wrap it \
+                         with the unsafe Context::from_raw_borrowed"
+                    .into(),
+            });
+        }
+        let ctx = Context {
+            inner: Arc::new(Inner {
+                raw,
+                device,
+                ordinal,
+                retained: true,
+            }),
         };
         remember(&ctx);
         Ok(ctx)

@@ -316,7 +316,8 @@ mod tests {
 
     #[test]
     fn load_errors_map_to_driver_not_found() {
-        let e: Error = cuda_sys::Driver::load_from("libnope-cuda.so.0")
+        // SAFETY: a library that does not exist runs nothing.
+        let e: Error = unsafe { cuda_sys::Driver::load_from("libnope-cuda.so.0") }
             .unwrap_err()
             .into();
         assert!(

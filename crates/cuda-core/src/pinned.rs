@@ -61,12 +61,21 @@ impl<T: Pod> PinnedBuffer<T> {
             let _g = ctx.enter()?;
             result::mem_host_alloc(bytes, cuda_sys::CU_MEMHOSTALLOC_PORTABLE)?
         };
+        let Some(ptr) = NonNull::new(p.cast::<T>()).filter(|p| p.as_ptr().is_aligned()) else {
+            if !p.is_null() {
+                // SAFETY: `p` came from cuMemHostAlloc just above and is not used again.
+                let _ = unsafe { result::mem_free_host(p) };
+            }
+            return Err(crate::Error::InvalidArgument {
+                op: "PinnedBuffer::alloc",
+                reason: format!(
+                    "driver returned a host pointer {p:p} not aligned to {} bytes",
+                    std::mem::align_of::<T>()
+                ),
+            });
+        };
         // SAFETY: the driver returned a writable allocation of `bytes` bytes.
         unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
-        let ptr = NonNull::new(p.cast::<T>()).ok_or_else(|| crate::Error::InvalidArgument {
-            op: "PinnedBuffer::alloc",
-            reason: "driver returned a null host pointer".into(),
-        })?;
         Ok(PinnedBuffer {
             ptr,
             len,

@@ -353,6 +353,13 @@ pub fn is_page_locked(p: *const c_void) -> bool {
     rc == cuda_sys::CUDA_SUCCESS
 }
 
+/// Whether both ends of `[p, p + bytes)` are page-locked host memory the driver
+/// knows (see [`is_page_locked`]): the first and the last byte. Needs a current
+/// context; `false` for an empty range.
+pub fn is_page_locked_range(p: *const c_void, bytes: usize) -> bool {
+    bytes > 0 && is_page_locked(p) && is_page_locked(p.cast::<u8>().wrapping_add(bytes - 1).cast())
+}
+
 /// `cuMemcpyHtoD_v2` (synchronous).
 ///
 /// # Safety

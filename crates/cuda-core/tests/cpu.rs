@@ -257,7 +257,8 @@ fn only_driver_errors_have_a_driver_code() {
 #[test]
 fn missing_driver_library_converts_to_driver_not_found() {
     let lib = "libdefinitely-not-cuda.so";
-    let load_err = sys::Driver::load_from(lib).unwrap_err();
+    // SAFETY: a library that does not exist runs nothing.
+    let load_err = unsafe { sys::Driver::load_from(lib) }.unwrap_err();
     let LoadError::LibraryNotFound { library, reason } = &load_err else {
         panic!("expected LibraryNotFound, got {load_err:?}");
     };
@@ -283,7 +284,10 @@ fn missing_driver_library_converts_to_driver_not_found() {
 #[cfg(target_os = "linux")]
 #[test]
 fn library_without_cuda_symbols_converts_to_driver_symbol_missing() {
-    let e: Error = sys::Driver::load_from("libc.so.6").unwrap_err().into();
+    // SAFETY: libc is already loaded; it has no cuInit, so nothing of it is called.
+    let e: Error = unsafe { sys::Driver::load_from("libc.so.6") }
+        .unwrap_err()
+        .into();
     assert_eq!(
         e,
         Error::DriverSymbolMissing {

@@ -133,15 +133,19 @@ macro_rules! driver_api {
 
         impl Driver {
             /// Opens `library` and resolves every function, or says which part failed.
-            pub fn load_from(library: &str) -> Result<Driver, LoadError> {
-                // SAFETY: opening the NVIDIA driver library runs its initialisers, which
-                // have no preconditions on the caller. A library of the same name that is
-                // not the driver is outside what can be checked here.
+            ///
+            /// # Safety
+            /// 1. Opening `library` runs its initialisers: it must be a library whose
+            ///    initialisers are sound to run in this process (the NVIDIA driver, or a
+            ///    library that does not exist or lacks the CUDA symbols).
+            /// 2. If it loads, its functions must have the CUDA driver API's signatures.
+            pub unsafe fn load_from(library: &str) -> Result<Driver, LoadError> {
+                // SAFETY: condition 1.
                 let lib = unsafe { libloading::Library::new(library) }.map_err(|e| {
                     LoadError::LibraryNotFound { library: library.to_owned(), reason: e.to_string() }
                 })?;
                 $(
-                    // SAFETY: the symbol is declared with the signature of the CUDA driver
+                    // SAFETY: condition 2; the symbol is declared with the signature of the CUDA driver
                     // API header for this (versioned) entry point, with the enum return
                     // widened to an integer of the same size.
                     let $name = unsafe {
@@ -248,7 +252,9 @@ driver_api! {
 impl Driver {
     /// Opens the platform's driver library ([`DRIVER_LIBRARY`]).
     pub fn load() -> Result<Driver, LoadError> {
-        Driver::load_from(DRIVER_LIBRARY)
+        // SAFETY: the platform's NVIDIA driver library, whose initialisers are sound
+        // and whose entry points have the driver API's signatures.
+        unsafe { Driver::load_from(DRIVER_LIBRARY) }
     }
 
     /// The library name this driver was loaded from.
@@ -289,7 +295,8 @@ mod tests {
 
     #[test]
     fn missing_library_is_an_error_naming_it() {
-        let err = Driver::load_from("libcuda-does-not-exist.so.7").unwrap_err();
+        // SAFETY: a library that does not exist runs nothing.
+        let err = unsafe { Driver::load_from("libcuda-does-not-exist.so.7") }.unwrap_err();
         match &err {
             LoadError::LibraryNotFound { library, .. } => {
                 assert_eq!(library, "libcuda-does-not-exist.so.7")
@@ -303,7 +310,9 @@ mod tests {
     #[test]
     fn library_without_the_symbols_is_a_missing_symbol_error() {
         // libc opens everywhere on Linux but exports no CUDA entry point.
-        let err = Driver::load_from("libc.so.6").unwrap_err();
+        // SAFETY: libc is already loaded in every process; it has no cuInit, so no
+        // function of it is called.
+        let err = unsafe { Driver::load_from("libc.so.6") }.unwrap_err();
         assert_eq!(
             err,
             LoadError::MissingSymbol {

@@ -108,7 +108,7 @@ mod stats;
 
 pub use buffer::{
     default_copy_threads, Calibration, CalibrationSample, Direction, StagingBuffer,
-    PIPELINE_WINDOW_BYTES,
+    DEFAULT_STAGE_MIN_BYTES, MAX_COPY_THREADS, PIPELINE_WINDOW_BYTES,
 };
 pub use cuda_core::{
     bytemuck, Context, DeviceBuffer, Error, HostRegistration, PinnedBuffer, Result, Stream,

@@ -1,10 +1,13 @@
 //! A small persistent pool of copy threads.
 //!
 //! Each worker owns one slot. The caller publishes a part of a copy into a worker's
-//! slot by bumping that slot's generation, copies its own part, then waits for every
-//! worker it used to report the same generation done. Workers spin for a short while
-//! after each part (so back-to-back transfers pay no wake-up), then park. Nothing
-//! allocates and no thread is spawned per transfer.
+//! slot, copies its own part, then claims every published part no worker has
+//! claimed yet and copies it itself, and finally waits for the parts workers did
+//! claim (those workers are running, so the wait is bounded by one part's copy). A
+//! parked worker is woken only for a large part; otherwise the caller does its part,
+//! so a copy is never slower than on one thread plus a few atomic operations.
+//! Workers spin for a short while after each part (so back-to-back transfers pay no
+//! wake-up), then park. Nothing allocates and no thread is spawned per transfer.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,6 +19,10 @@ use crate::copy::copy;
 
 /// How long an idle worker spins before it parks.
 const SPIN: Duration = Duration::from_micros(200);
+
+/// A parked worker is woken only for a part at least this large: waking takes tens
+/// of microseconds, in which the caller copies a smaller part itself.
+const WAKE_MIN_PART_BYTES: usize = 256 << 10;
 
 #[derive(Clone, Copy)]
 pub(crate) struct Part {
@@ -43,21 +50,33 @@ impl Part {
 }
 
 struct Slot {
-    /// Generation of the last part published to this worker.
-    posted: AtomicU64,
-    /// Generation of the last part this worker finished.
+    /// `2 * generation` when a part of that generation is published and unclaimed,
+    /// `2 * generation + 1` once the worker or the caller has claimed it.
+    state: AtomicU64,
+    /// Generation of the last part finished by whoever claimed it.
     done: AtomicU64,
     /// Set by the worker just before it parks.
     sleeping: AtomicBool,
     part: UnsafeCell<Part>,
 }
 
-// SAFETY: `part` is written only by the (single, `&mut`) dispatcher while the worker
-// is not reading it (before `posted` is bumped, after `done` caught up), and read
-// only by its worker between those two points; the atomics order the hand-over.
+// SAFETY: `part` is written only by the (single, `&mut`) dispatcher before it
+// publishes a generation in `state`, and after every claimed part of the previous
+// generation reported `done`; it is read by the worker only after winning the claim
+// (a compare-exchange on `state` that fails once a newer generation is published),
+// and by the dispatcher, which wrote it. The atomics order each hand-over.
 unsafe impl Sync for Slot {}
 // SAFETY: as above; the raw pointers in `Part` are plain addresses handed over.
 unsafe impl Send for Slot {}
+
+impl Slot {
+    /// Claims the part of generation `gen` if nobody has; the winner copies it.
+    fn claim(&self, gen: u64) -> bool {
+        self.state
+            .compare_exchange(2 * gen, 2 * gen + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
 
 struct Shared {
     slots: Vec<Slot>,
@@ -76,7 +95,7 @@ impl CopyPool {
     pub(crate) fn new(workers: usize) -> std::io::Result<CopyPool> {
         let slots = (0..workers)
             .map(|_| Slot {
-                posted: AtomicU64::new(0),
+                state: AtomicU64::new(1),
                 done: AtomicU64::new(0),
                 sleeping: AtomicBool::new(false),
                 part: UnsafeCell::new(Part::EMPTY),
@@ -95,12 +114,11 @@ impl CopyPool {
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => {
-                    let pool = CopyPool {
+                    drop(CopyPool {
                         shared,
                         handles,
                         generation: 0,
-                    };
-                    drop(pool);
+                    });
                     return Err(e);
                 }
             }
@@ -141,9 +159,10 @@ impl CopyPool {
         while off < len && used < self.handles.len() {
             let n = per.min(len - off);
             let slot = &self.shared.slots[used];
-            // SAFETY: the worker finished the previous generation (we waited for it),
-            // so it does not read `part` until `posted` changes below. The offsets stay
-            // inside the caller's ranges (condition 1).
+            // SAFETY: every claimed part of the previous generation is done (we waited
+            // for it) and an unclaimed one can no longer be claimed (its generation is
+            // past), so nobody reads `part` until `state` publishes this generation
+            // below. The offsets stay inside the caller's ranges (condition 1).
             unsafe {
                 *slot.part.get() = Part {
                     dst: dst.add(off),
@@ -152,10 +171,10 @@ impl CopyPool {
                     streaming,
                 };
             }
-            // SeqCst pairs with the worker's SeqCst `sleeping` store and `posted`
-            // re-check: one of the two sides must see the other (no lost wake-up).
-            slot.posted.store(gen, Ordering::SeqCst);
-            if slot.sleeping.load(Ordering::SeqCst) {
+            // SeqCst pairs with the worker's SeqCst `sleeping` store and `state`
+            // re-check: one of the two sides sees the other (no lost wake-up).
+            slot.state.store(2 * gen, Ordering::SeqCst);
+            if n >= WAKE_MIN_PART_BYTES && slot.sleeping.load(Ordering::SeqCst) {
                 self.handles[used].thread().unpark();
             }
             used += 1;
@@ -172,6 +191,15 @@ impl CopyPool {
             .run()
         };
         for slot in &self.shared.slots[..used] {
+            if slot.claim(gen) {
+                // SAFETY: we wrote this part above and won its claim, so no worker
+                // reads or runs it; its ranges are the caller's (condition 1).
+                unsafe { (*slot.part.get()).run() };
+                slot.done.store(gen, Ordering::Release);
+            }
+        }
+        for slot in &self.shared.slots[..used] {
+            // Only parts a running worker claimed are left: a bounded wait.
             while slot.done.load(Ordering::Acquire) != gen {
                 std::hint::spin_loop();
             }
@@ -182,39 +210,42 @@ impl CopyPool {
 fn worker(sh: &Shared, i: usize) {
     let slot = &sh.slots[i];
     let mut seen = 0u64;
+    let mut idle_since: Option<Instant> = None;
     loop {
-        let mut idle_since: Option<Instant> = None;
-        let gen = loop {
-            let g = slot.posted.load(Ordering::Acquire);
-            if g != seen {
-                break g;
+        let state = slot.state.load(Ordering::Acquire);
+        let gen = state / 2;
+        if gen != seen {
+            seen = gen;
+            idle_since = None;
+            if state % 2 == 0 && slot.claim(gen) {
+                // SAFETY: we won the claim of a published part (Acquire on `state`
+                // after the dispatcher wrote `part`); the dispatcher does not write it
+                // again before we publish `done`.
+                let part = unsafe { *slot.part.get() };
+                // SAFETY: the dispatcher guarantees the ranges until it sees `done`.
+                unsafe { part.run() };
+                slot.done.store(gen, Ordering::Release);
             }
-            if sh.shutdown.load(Ordering::Acquire) {
-                return;
+            continue;
+        }
+        if sh.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        let start = *idle_since.get_or_insert_with(Instant::now);
+        if start.elapsed() < SPIN {
+            for _ in 0..64 {
+                std::hint::spin_loop();
             }
-            let start = *idle_since.get_or_insert_with(Instant::now);
-            if start.elapsed() < SPIN {
-                for _ in 0..64 {
-                    std::hint::spin_loop();
-                }
-            } else {
-                slot.sleeping.store(true, Ordering::SeqCst);
-                // Re-check after announcing sleep so a post in between is not missed.
-                if slot.posted.load(Ordering::SeqCst) == seen && !sh.shutdown.load(Ordering::SeqCst)
-                {
-                    std::thread::park();
-                }
-                slot.sleeping.store(false, Ordering::SeqCst);
-                idle_since = None;
+        } else {
+            slot.sleeping.store(true, Ordering::SeqCst);
+            // Re-check after announcing sleep so a post in between is not missed.
+            if slot.state.load(Ordering::SeqCst) / 2 == seen && !sh.shutdown.load(Ordering::SeqCst)
+            {
+                std::thread::park();
             }
-        };
-        // SAFETY: `posted` was bumped (Acquire) after the dispatcher wrote `part`, and
-        // it does not write again before we publish `done`.
-        let part = unsafe { *slot.part.get() };
-        // SAFETY: the dispatcher guarantees the ranges for the whole generation.
-        unsafe { part.run() };
-        seen = gen;
-        slot.done.store(gen, Ordering::Release);
+            slot.sleeping.store(false, Ordering::SeqCst);
+            idle_since = None;
+        }
     }
 }
 
@@ -287,6 +318,32 @@ mod tests {
             // SAFETY: distinct Vecs of equal length.
             unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), src.len(), round % 2 == 0, 3) };
             assert_eq!(dst, src);
+        }
+    }
+
+    #[test]
+    fn parked_workers_are_woken_only_for_large_parts_and_every_byte_lands() {
+        let mut pool = CopyPool::new(3).unwrap();
+        let src: Vec<u8> = (0..(4usize << 20)).map(|i| (i * 13 + 1) as u8).collect();
+        for (round, len) in [(0, 48usize << 10), (1, 4 << 20), (2, 300_001), (3, 4 << 20)] {
+            std::thread::sleep(SPIN * 3); // parked
+            let mut dst = vec![0u8; len];
+            // SAFETY: distinct Vecs, `len` within both.
+            unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), len, round % 2 == 0, 4) };
+            assert_eq!(dst, &src[..len], "round {round}");
+        }
+    }
+
+    #[test]
+    fn caller_and_workers_racing_for_claims_never_lose_or_repeat_a_part() {
+        let mut pool = CopyPool::new(3).unwrap();
+        let src: Vec<u8> = (0..(48usize << 10)).map(|i| (i * 7 + 3) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        for round in 0..5000 {
+            dst.fill(0);
+            // SAFETY: distinct Vecs of equal length.
+            unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), src.len(), round % 3 == 0, 4) };
+            assert_eq!(dst, src, "round {round}");
         }
     }
 }

@@ -4,8 +4,9 @@
 //! slot, copies its own part, then claims every published part no worker has
 //! claimed yet and copies it itself, and finally waits for the parts workers did
 //! claim (those workers are running, so the wait is bounded by one part's copy). A
-//! parked worker is woken only for a large part; otherwise the caller does its part,
-//! so a copy is never slower than on one thread plus a few atomic operations.
+//! parked worker is woken for a large part or when copies come back to back;
+//! otherwise the caller does its part, so a copy is never slower than on one thread
+//! plus a few atomic operations.
 //! Workers spin for a short while after each part (so back-to-back transfers pay no
 //! wake-up), then park. Nothing allocates and no thread is spawned per transfer.
 
@@ -20,8 +21,11 @@ use crate::copy::copy;
 /// How long an idle worker spins before it parks.
 const SPIN: Duration = Duration::from_micros(200);
 
-/// A parked worker is woken only for a part at least this large: waking takes tens
-/// of microseconds, in which the caller copies a smaller part itself.
+/// A parked worker is woken for a part at least this large, or when copies come
+/// back to back (the previous one less than [`SPIN`] ago). Otherwise (a small copy
+/// after an idle gap, as once per video frame) waking would cost the caller a
+/// system call per worker and tens of microseconds of latency, in which it copies
+/// the part itself.
 const WAKE_MIN_PART_BYTES: usize = 256 << 10;
 
 #[derive(Clone, Copy)]
@@ -88,6 +92,7 @@ pub(crate) struct CopyPool {
     shared: Arc<Shared>,
     handles: Vec<JoinHandle<()>>,
     generation: u64,
+    last_copy: Option<Instant>,
 }
 
 impl CopyPool {
@@ -118,6 +123,7 @@ impl CopyPool {
                         shared,
                         handles,
                         generation: 0,
+                        last_copy: None,
                     });
                     return Err(e);
                 }
@@ -127,6 +133,7 @@ impl CopyPool {
             shared,
             handles,
             generation: 0,
+            last_copy: None,
         })
     }
 
@@ -154,6 +161,9 @@ impl CopyPool {
         let per = len.div_ceil(parts).next_multiple_of(4096);
         self.generation += 1;
         let gen = self.generation;
+        let now = Instant::now();
+        let back_to_back = self.last_copy.is_some_and(|t| now.duration_since(t) < SPIN);
+        self.last_copy = Some(now);
         let mut used = 0;
         let mut off = per.min(len); // the caller takes the first part
         while off < len && used < self.handles.len() {
@@ -174,7 +184,7 @@ impl CopyPool {
             // SeqCst pairs with the worker's SeqCst `sleeping` store and `state`
             // re-check: one of the two sides sees the other (no lost wake-up).
             slot.state.store(2 * gen, Ordering::SeqCst);
-            if n >= WAKE_MIN_PART_BYTES && slot.sleeping.load(Ordering::SeqCst) {
+            if (back_to_back || n >= WAKE_MIN_PART_BYTES) && slot.sleeping.load(Ordering::SeqCst) {
                 self.handles[used].thread().unpark();
             }
             used += 1;

@@ -74,33 +74,8 @@ fn main() {
     for dir in [Direction::HostToDevice, Direction::DeviceToHost] {
         for &bytes in &sizes {
             let reps = if bytes >= 4 << 20 { 40 } else { 200 };
-            let base = time(reps, || match dir {
-                Direction::HostToDevice => {
-                    // SAFETY: both ranges hold `bytes`; synchronised before reuse.
-                    unsafe {
-                        result::memcpy_htod_async(
-                            dev.as_device_ptr(),
-                            host.as_ptr().cast(),
-                            bytes,
-                            stream.as_raw(),
-                        )
-                    }
-                    .expect("htod");
-                    stream.synchronize().expect("sync");
-                }
-                Direction::DeviceToHost => {
-                    // SAFETY: as above.
-                    unsafe {
-                        result::memcpy_dtoh_async(
-                            host.as_mut_ptr().cast(),
-                            dev.as_device_ptr(),
-                            bytes,
-                            stream.as_raw(),
-                        )
-                    }
-                    .expect("dtoh");
-                    stream.synchronize().expect("sync");
-                }
+            let base = time(reps, || {
+                pageable_copy(dir, &mut dev, &mut host, bytes, &stream)
             });
             let mut resident_buf = StagingBuffer::new();
             let resident = time(reps, || match dir {
@@ -242,32 +217,7 @@ fn idle_frames(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
                         (Direction::DeviceToHost, true) => staging
                             .download(&mut host[..bytes], dev, stream)
                             .expect("download"),
-                        (Direction::HostToDevice, false) => {
-                            // SAFETY: both ranges hold `bytes`; synchronised below.
-                            unsafe {
-                                result::memcpy_htod_async(
-                                    dev.as_device_ptr(),
-                                    host.as_ptr().cast(),
-                                    bytes,
-                                    stream.as_raw(),
-                                )
-                            }
-                            .expect("htod");
-                            stream.synchronize().expect("sync");
-                        }
-                        (Direction::DeviceToHost, false) => {
-                            // SAFETY: as above.
-                            unsafe {
-                                result::memcpy_dtoh_async(
-                                    host.as_mut_ptr().cast(),
-                                    dev.as_device_ptr(),
-                                    bytes,
-                                    stream.as_raw(),
-                                )
-                            }
-                            .expect("dtoh");
-                            stream.synchronize().expect("sync");
-                        }
+                        (_, false) => pageable_copy(dir, dev, host, bytes, stream),
                     }
                     if rep >= 3 {
                         times.push(t.elapsed().as_secs_f64() * 1e6);
@@ -283,4 +233,42 @@ fn idle_frames(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
             );
         }
     }
+}
+
+/// The driver's pageable path, async on `stream` then a sync: the baseline.
+fn pageable_copy(
+    dir: Direction,
+    dev: &mut DeviceBuffer<u8>,
+    host: &mut [u8],
+    bytes: usize,
+    stream: &Stream,
+) {
+    match dir {
+        Direction::HostToDevice => {
+            // SAFETY: both ranges hold `bytes` (callers pass `bytes <= len` of both);
+            // synchronised before either is touched again.
+            unsafe {
+                result::memcpy_htod_async(
+                    dev.as_device_ptr(),
+                    host.as_ptr().cast(),
+                    bytes,
+                    stream.as_raw(),
+                )
+            }
+            .expect("htod");
+        }
+        Direction::DeviceToHost => {
+            // SAFETY: as above.
+            unsafe {
+                result::memcpy_dtoh_async(
+                    host.as_mut_ptr().cast(),
+                    dev.as_device_ptr(),
+                    bytes,
+                    stream.as_raw(),
+                )
+            }
+            .expect("dtoh");
+        }
+    }
+    stream.synchronize().expect("sync");
 }

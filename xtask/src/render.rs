@@ -760,14 +760,7 @@ mod tests {
             ("D2H", 150_528, [25.3, 26.0, 20.4, 9.2, 9.2, 11.1]),
             ("D2H", 196_608, [28.9, 30.0, 24.9, 10.0, 9.9, 9.5]),
         ];
-        let cols = [
-            "pageable",
-            "pageable-async",
-            "copy-in",
-            "resident",
-            "raw-pinned",
-            "cudarc-pinned",
-        ];
+        let cols = &COLUMN_ORDER[..6];
         for (dir, bytes, values) in rows {
             for (col, v) in cols.iter().zip(values) {
                 fake_result(home, &format!("{dir}/{bytes}"), col, v * 1e3);

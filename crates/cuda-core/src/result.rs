@@ -329,35 +329,97 @@ pub unsafe fn mem_host_unregister(p: *mut c_void) -> Result<()> {
     check(unsafe { (d.cuMemHostUnregister)(p) })
 }
 
-/// Whether the driver knows `p` as page-locked host memory (allocated by the driver
-/// or registered). Needs a current context. Never fails: anything but a clear
-/// "host memory" answer is `false`.
-pub fn is_page_locked(p: *const c_void) -> bool {
-    let Ok(d) = driver() else { return false };
+/// A block of page-locked host memory as the driver reports it: the allocation or
+/// registration an address belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageLockedBlock {
+    /// First address of the block (0 where the driver reports no range).
+    pub start: usize,
+    /// Bytes in the block (0 where the driver reports no range).
+    pub size: usize,
+}
+
+impl PageLockedBlock {
+    /// Whether the block is known and holds all of `[p, p + bytes)`.
+    pub fn holds(&self, p: usize, bytes: usize) -> bool {
+        let (Some(end), Some(block_end)) =
+            (p.checked_add(bytes), self.start.checked_add(self.size))
+        else {
+            return false;
+        };
+        self.size > 0 && self.start <= p && end <= block_end
+    }
+}
+
+/// The page-locked host block holding `p`, if the driver knows `p` as page-locked
+/// host memory (allocated by the driver or registered, not managed memory). One
+/// `cuPointerGetAttributes` call, which answers for any address without failing;
+/// needs a current context. Never fails: anything but a clear "host memory" answer
+/// is `None`.
+pub fn page_locked_block(p: *const c_void) -> Option<PageLockedBlock> {
+    let d = driver().ok()?;
     let mut kind: c_uint = 0;
-    // SAFETY: `kind` is a valid 4-byte out-pointer for MEMORY_TYPE; the driver only
-    // looks `p` up in its tables, it never dereferences it.
+    let mut managed: c_uint = 0;
+    let mut start: CUdeviceptr = 0;
+    let mut size: usize = 0;
+    let mut attributes = [
+        cuda_sys::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        cuda_sys::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        cuda_sys::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        cuda_sys::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+    ];
+    let mut data: [*mut c_void; 4] = [
+        (&mut kind as *mut c_uint).cast(),
+        (&mut managed as *mut c_uint).cast(),
+        (&mut start as *mut CUdeviceptr).cast(),
+        (&mut size as *mut usize).cast(),
+    ];
+    // SAFETY: four attributes, each with an out-pointer of the type the driver
+    // writes for it (MEMORY_TYPE and IS_MANAGED: 4 bytes; RANGE_START_ADDR: a
+    // CUdeviceptr; RANGE_SIZE: a size_t); the driver looks `p` up in its tables and
+    // never dereferences it.
     let rc = unsafe {
-        (d.cuPointerGetAttribute)(
-            (&mut kind as *mut c_uint).cast(),
-            cuda_sys::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        (d.cuPointerGetAttributes)(
+            attributes.len() as c_uint,
+            attributes.as_mut_ptr(),
+            data.as_mut_ptr(),
             p as CUdeviceptr,
         )
     };
-    if rc != cuda_sys::CUDA_SUCCESS || kind != cuda_sys::CU_MEMORYTYPE_HOST {
-        return false;
+    if rc != cuda_sys::CUDA_SUCCESS || kind != cuda_sys::CU_MEMORYTYPE_HOST || managed != 0 {
+        return None;
     }
-    let mut flags: c_uint = 0;
-    // SAFETY: `flags` is a valid out-pointer; the driver looks `p` up, nothing more.
-    let rc = unsafe { (d.cuMemHostGetFlags)(&mut flags, p as *mut c_void) };
-    rc == cuda_sys::CUDA_SUCCESS
+    let block = PageLockedBlock {
+        start: usize::try_from(start).unwrap_or(0),
+        size,
+    };
+    // A range that does not hold `p` itself is no range at all.
+    Some(if block.holds(p as usize, 1) {
+        block
+    } else {
+        PageLockedBlock { start: 0, size: 0 }
+    })
 }
 
-/// Whether both ends of `[p, p + bytes)` are page-locked host memory the driver
-/// knows (see [`is_page_locked`]): the first and the last byte. Needs a current
-/// context; `false` for an empty range.
+/// Whether the driver knows `p` as page-locked host memory (see
+/// [`page_locked_block`]). Needs a current context.
+pub fn is_page_locked(p: *const c_void) -> bool {
+    page_locked_block(p).is_some()
+}
+
+/// Whether all of `[p, p + bytes)` is page-locked host memory the driver knows: one
+/// block the driver reports as holding the whole range (one driver call), or, where
+/// the driver reports no block, both the first and the last byte page-locked (two).
+/// Needs a current context; `false` for an empty range.
 pub fn is_page_locked_range(p: *const c_void, bytes: usize) -> bool {
-    bytes > 0 && is_page_locked(p) && is_page_locked(p.cast::<u8>().wrapping_add(bytes - 1).cast())
+    if bytes == 0 {
+        return false;
+    }
+    match page_locked_block(p) {
+        None => false,
+        Some(b) if b.size > 0 => b.holds(p as usize, bytes),
+        Some(_) => is_page_locked(p.cast::<u8>().wrapping_add(bytes - 1).cast()),
+    }
 }
 
 /// `cuMemcpyHtoD_v2` (synchronous).

@@ -8,7 +8,7 @@
 //! `LengthMismatch`, `DriverSymbolMissing` and unknown codes; these tests add the
 //! rest.
 
-use cuda_core::result::{check, is_page_locked};
+use cuda_core::result::{check, is_page_locked, PageLockedBlock};
 use cuda_core::sys::{self, LoadError};
 use cuda_core::{
     byte_len, Context, ContextGuard, DeviceBuffer, DriverError, Error, Event, HostRegistration,
@@ -338,4 +338,29 @@ fn ordinary_memory_is_not_page_locked() {
     let on_stack = [7u32; 16];
     assert!(!is_page_locked(on_stack.as_ptr().cast()));
     assert!(!is_page_locked(std::ptr::null()));
+}
+
+#[test]
+fn a_page_locked_block_holds_only_ranges_inside_it() {
+    let b = PageLockedBlock {
+        start: 0x1000,
+        size: 0x2000,
+    };
+    assert!(b.holds(0x1000, 0x2000), "the whole block");
+    assert!(b.holds(0x1fff, 1), "one byte inside");
+    assert!(b.holds(0x2fff, 1), "the last byte");
+    assert!(!b.holds(0x2fff, 2), "one byte past the end");
+    assert!(!b.holds(0x0fff, 2), "one byte before the start");
+    assert!(!b.holds(0x3000, 1), "just after");
+    assert!(!b.holds(usize::MAX, 2), "an end that overflows");
+    let unknown = PageLockedBlock { start: 0, size: 0 };
+    assert!(
+        !unknown.holds(0, 0),
+        "a block of unknown extent holds nothing"
+    );
+    let top = PageLockedBlock {
+        start: usize::MAX - 10,
+        size: 20,
+    };
+    assert!(!top.holds(usize::MAX - 5, 1), "a block whose end overflows");
 }

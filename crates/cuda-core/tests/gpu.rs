@@ -19,7 +19,9 @@ use std::mem::size_of_val;
 use std::thread;
 
 use bytemuck::{Pod, Zeroable};
-use cuda_core::result::{self, is_page_locked, memcpy_dtoh_async, memcpy_htod_async};
+use cuda_core::result::{
+    self, is_page_locked, is_page_locked_range, memcpy_dtoh_async, memcpy_htod_async,
+};
 use cuda_core::{Context, DeviceBuffer, Error, Event, HostRegistration, PinnedBuffer, Stream};
 
 const KIB: usize = 1024;
@@ -1178,6 +1180,49 @@ fn page_locked_detection() {
         reg.unregister().expect("unregister");
     }
     assert!(!is_page_locked(v.as_ptr().cast()), "after unregister");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn page_locked_ranges_end_where_the_registration_ends() {
+    let ctx = gpu();
+    let pinned = PinnedBuffer::<u8>::alloc(300_000).expect("pinned");
+    let base = pinned.as_ptr();
+    let block = result::page_locked_block(base.cast()).expect("pinned memory is page-locked");
+    eprintln!("PinnedBuffer at {:#x}: {block:?}", base as usize);
+    assert!(is_page_locked_range(base.cast(), pinned.len()));
+    assert!(is_page_locked_range(
+        base.wrapping_add(1).cast(),
+        pinned.len() - 1
+    ));
+    assert!(!is_page_locked_range(base.cast(), 0), "empty range");
+
+    // A registration in the middle of a Vec: the range is page-locked exactly as far
+    // as the registration reaches (page granularity), and not past the next page.
+    let mut v: Vec<u8> = pattern(6 * 65_536, seed("ranges", 0));
+    let (lo, hi) = (3 * 65_536 + 100, 4 * 65_536 - 100);
+    let end_page = (v.as_ptr() as usize + hi).next_multiple_of(65_536);
+    let beyond = end_page - v.as_ptr() as usize + 65_536; // a full page past the end
+    let p = v.as_ptr();
+    {
+        let reg = HostRegistration::new(&ctx, &mut v[lo..hi]).expect("register");
+        let block = result::page_locked_block(reg.as_ptr().cast()).expect("registered");
+        eprintln!(
+            "registration at {:#x}+{}: {block:?}",
+            reg.as_ptr() as usize,
+            reg.len()
+        );
+        assert!(is_page_locked_range(reg.as_ptr().cast(), reg.len()));
+        assert!(
+            !is_page_locked_range(reg.as_ptr().cast(), beyond - lo),
+            "a range running a page past the registration"
+        );
+        assert!(
+            !is_page_locked_range(p.wrapping_add(lo - 65_536).cast(), 65_536 + 1),
+            "a range starting a page before the registration"
+        );
+    }
+    assert!(!is_page_locked_range(p.wrapping_add(lo).cast(), hi - lo));
 }
 
 #[test]

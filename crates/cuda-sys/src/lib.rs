@@ -63,6 +63,8 @@ pub const CU_POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
 pub const CU_POINTER_ATTRIBUTE_DEVICE_POINTER: c_int = 3;
 /// `CU_POINTER_ATTRIBUTE_HOST_POINTER`.
 pub const CU_POINTER_ATTRIBUTE_HOST_POINTER: c_int = 4;
+/// `CU_POINTER_ATTRIBUTE_IS_MANAGED`.
+pub const CU_POINTER_ATTRIBUTE_IS_MANAGED: c_int = 8;
 /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`.
 pub const CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: c_int = 11;
 /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`.
@@ -231,6 +233,8 @@ driver_api! {
     fn cuMemHostGetFlags = "cuMemHostGetFlags"(flags: *mut c_uint, p: *mut c_void);
     /// `cuPointerGetAttribute`
     fn cuPointerGetAttribute = "cuPointerGetAttribute"(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr);
+    /// `cuPointerGetAttributes`
+    fn cuPointerGetAttributes = "cuPointerGetAttributes"(count: c_uint, attributes: *mut c_int, data: *mut *mut c_void, ptr: CUdeviceptr);
     /// `cuMemcpyHtoD_v2`
     fn cuMemcpyHtoD = "cuMemcpyHtoD_v2"(dst: CUdeviceptr, src: *const c_void, bytes: usize);
     /// `cuMemcpyDtoH_v2`

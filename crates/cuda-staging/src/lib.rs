@@ -110,6 +110,7 @@ pub use buffer::{
     default_copy_threads, Calibration, CalibrationSample, Direction, StagingBuffer,
     DEFAULT_STAGE_MIN_BYTES, MAX_COPY_THREADS, PIPELINE_WINDOW_BYTES,
 };
+pub use copy::copy_for_dma;
 pub use cuda_core::{
     bytemuck, Context, DeviceBuffer, Error, HostRegistration, PinnedBuffer, Result, Stream,
 };

@@ -62,11 +62,11 @@ fn new_pins_nothing_and_has_the_documented_defaults() {
 }
 
 #[test]
-fn default_copy_threads_is_half_the_cores_within_one_to_eight() {
+fn default_copy_threads_is_half_the_cores_within_one_to_sixteen() {
     let n = default_copy_threads();
-    assert!((1..=8).contains(&n), "{n}");
+    assert!((1..=16).contains(&n), "{n}");
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    assert_eq!(n, (cores / 2).clamp(1, 8));
+    assert_eq!(n, (cores / 2).clamp(1, 16));
 }
 
 #[test]
@@ -234,4 +234,36 @@ fn buffer_moves_to_another_thread() {
     .join()
     .expect("thread");
     assert_eq!(s.auto_stage_max_bytes(), 42);
+}
+
+#[test]
+fn copy_for_dma_copies_exactly_or_refuses_a_length_mismatch() {
+    // Sizes either side of the 4 KiB streaming threshold, at an odd element offset.
+    for n in [0usize, 1, 1023, 1024, 1025, 50_001] {
+        let src: Vec<u32> = (0..n as u32 + 1)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let mut dst = vec![0u32; n + 2];
+        cuda_staging::copy_for_dma(&mut dst[1..n + 1], &src[1..]).expect("same lengths");
+        assert_eq!(&dst[1..n + 1], &src[1..], "{n} elements");
+        assert_eq!((dst[0], dst[n + 1]), (0, 0), "{n}: wrote outside the slice");
+    }
+    let src = vec![9u16; 100];
+    let mut dst = vec![1u16; 99];
+    let e = cuda_staging::copy_for_dma(&mut dst, &src).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                op: "copy_for_dma",
+                host: 100,
+                expected: 99
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        dst.iter().all(|&x| x == 1),
+        "a refused copy changes nothing"
+    );
 }

@@ -294,13 +294,15 @@ const BOUNDARY_BYTES: [usize; 11] = [
     33 * MIB + 5,
 ];
 
-fn chunk_boundaries(threads: usize) {
+fn chunk_boundaries(threads: usize, chunk: usize) {
     let (_ctx, stream) = gpu();
     // One buffer reused over growing sizes, and a fresh one per size (a window of
     // exactly the rounded size).
     let mut reused = StagingBuffer::new();
     reused.set_copy_threads(threads);
+    reused.set_pipeline_chunk_bytes(chunk);
     assert_eq!(reused.copy_threads(), threads);
+    assert_eq!(reused.pipeline_chunk_bytes(), chunk);
     let mut fast = StagingBuffer::new();
     fast.set_copy_threads(threads);
     // Stage every size here, small uploads too: this test is about the copy paths.
@@ -308,10 +310,11 @@ fn chunk_boundaries(threads: usize) {
     fast.set_stage_min_bytes(Direction::HostToDevice, 0);
 
     for bytes in BOUNDARY_BYTES {
-        let what = format!("{bytes} B, {threads} copy thread(s)");
+        let what = format!("{bytes} B, {threads} copy thread(s), chunk {chunk}");
         let mut dev = device_with::<u8>(bytes, seed());
         let mut fresh = StagingBuffer::new();
         fresh.set_copy_threads(threads);
+        fresh.set_pipeline_chunk_bytes(chunk);
         fresh.set_stage_min_bytes(Direction::HostToDevice, 0);
 
         for (which, staging) in [("reused", &mut reused), ("fresh", &mut fresh)] {
@@ -360,13 +363,20 @@ fn chunk_boundaries(threads: usize) {
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn chunk_boundaries_with_one_copy_thread() {
-    chunk_boundaries(1);
+    chunk_boundaries(1, 0);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn chunk_boundaries_with_four_copy_threads() {
-    chunk_boundaries(4);
+    chunk_boundaries(4, 0);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn chunk_boundaries_with_64_kib_chunks() {
+    // Every size above 64 KiB is pipelined, and from 512 KiB the slots are reused.
+    chunk_boundaries(4, 64 << 10);
 }
 
 #[test]

@@ -10,7 +10,9 @@ use std::time::Instant;
 use std::sync::Barrier;
 
 use cuda_core::result;
-use cuda_staging::{Context, DeviceBuffer, Direction, PinnedBuffer, StagingBuffer, Stream};
+use cuda_staging::{
+    Context, DeviceBuffer, Direction, HostRegistration, PinnedBuffer, StagingBuffer, Stream,
+};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -50,38 +52,62 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
 
-    // Cost of the page-lock query on a pageable pointer.
-    {
-        let _g = ctx.enter().expect("enter");
-        let n = 20_000;
-        let t = Instant::now();
-        let mut locked = 0;
-        for i in 0..n {
-            locked += result::is_page_locked(host[i % 1000..].as_ptr().cast()) as usize;
-        }
-        println!(
-            "is_page_locked(pageable): {:.3} us per call ({locked} true)",
-            t.elapsed().as_secs_f64() * 1e6 / n as f64
-        );
+    // Sections named on the command line, or all of them.
+    let wanted: Vec<String> = std::env::args().skip(1).collect();
+    let run = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
+    if run("query") {
+        query_costs(&ctx, &dev, &mut host);
     }
+    if run("stores") {
+        h2d_store_kinds(&stream, &mut dev, &host);
+    }
+    if run("interleaved") {
+        interleaved(&stream, &mut dev, &mut host);
+    }
+    if run("copyout") {
+        copy_out_rates(&stream, &dev, &mut host);
+    }
+    if run("idle") {
+        idle_frames(&stream, &mut dev, &mut host);
+    }
+    if run("sweep") {
+        sweep(&stream, &mut dev, &mut host);
+    }
+    let _ = DeviceBuffer::<u8>::free(dev);
+}
 
-    copy_out_rates(&stream, &dev, &mut host);
-    idle_frames(&stream, &mut dev, &mut host);
-
-    let sizes = [65_536usize, 150_528, 1 << 20, 4_915_200, 8 << 20, 16 << 20];
+/// Copy threads against pipeline chunk sizes, per direction and size.
+fn sweep(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
+    let sizes = [
+        65_536usize,
+        150_528,
+        256 << 10,
+        512 << 10,
+        1 << 20,
+        2 << 20,
+        4_915_200,
+        8 << 20,
+        16 << 20,
+    ];
     let threads = [1usize, 4, 8, 12, 16];
-    let chunks = [0usize, 256 << 10, 512 << 10, 1 << 20, 2 << 20];
+    let chunks = [
+        0usize,
+        64 << 10,
+        128 << 10,
+        256 << 10,
+        512 << 10,
+        1 << 20,
+        2 << 20,
+    ];
     for dir in [Direction::HostToDevice, Direction::DeviceToHost] {
         for &bytes in &sizes {
             let reps = if bytes >= 4 << 20 { 40 } else { 200 };
-            let base = time(reps, || {
-                pageable_copy(dir, &mut dev, &mut host, bytes, &stream)
-            });
+            let base = time(reps, || pageable_copy(dir, dev, host, bytes, stream));
             let mut resident_buf = StagingBuffer::new();
             let resident = time(reps, || match dir {
                 Direction::HostToDevice => {
                     resident_buf
-                        .upload_with(&mut dev, bytes, &stream, |d: &mut [u8]| {
+                        .upload_with(dev, bytes, stream, |d: &mut [u8]| {
                             std::hint::black_box(d);
                         })
                         .expect("upload_with");
@@ -89,7 +115,7 @@ fn main() {
                 Direction::DeviceToHost => {
                     std::hint::black_box(
                         resident_buf
-                            .download_into(&dev, bytes, &stream)
+                            .download_into(dev, bytes, stream)
                             .expect("download_into"),
                     );
                 }
@@ -98,8 +124,8 @@ fn main() {
                 format!("{dir:?} {bytes:>9}: pageable-async {base:8.1} resident {resident:8.1} |");
             for &t in &threads {
                 for &c in &chunks {
-                    if c != 0 && bytes <= 1 << 20 {
-                        continue; // not pipelined
+                    if c >= bytes || (c != 0 && c * 16 < bytes) {
+                        continue; // not pipelined, or too many chunks to matter
                     }
                     let mut s = StagingBuffer::new();
                     s.set_copy_threads(t);
@@ -107,10 +133,10 @@ fn main() {
                     s.set_stage_min_bytes(Direction::HostToDevice, 0);
                     let us = time(reps, || match dir {
                         Direction::HostToDevice => {
-                            s.upload(&mut dev, &host[..bytes], &stream).expect("upload")
+                            s.upload(dev, &host[..bytes], stream).expect("upload")
                         }
                         Direction::DeviceToHost => s
-                            .download(&mut host[..bytes], &dev, &stream)
+                            .download(&mut host[..bytes], dev, stream)
                             .expect("download"),
                     });
                     line.push_str(&format!(" t{t}/c{}K {us:.1}", c >> 10));
@@ -119,26 +145,212 @@ fn main() {
             println!("{line}");
         }
     }
-    let _ = DeviceBuffer::<u8>::free(dev);
+}
+
+/// What the page-lock query answers for each kind of memory, and what it costs.
+fn query_costs(ctx: &Context, dev: &DeviceBuffer<u8>, host: &mut [u8]) {
+    let _g = ctx.enter().expect("enter");
+    let pinned = PinnedBuffer::<u8>::alloc(1 << 20).expect("pinned");
+    let time_query = |what: &str, p: *const u8, bytes: usize| {
+        let n = 20_000;
+        let t = Instant::now();
+        let mut hits = 0usize;
+        for i in 0..n {
+            hits += result::page_locked_block(p.wrapping_add(i % 64).cast()).is_some() as usize;
+        }
+        let block_us = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+        let t = Instant::now();
+        let mut whole = 0usize;
+        for _ in 0..n {
+            whole += result::is_page_locked_range(p.cast(), bytes) as usize;
+        }
+        let range_us = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+        println!(
+            "query {what:>10}: block {:?} (p = {:#x}, {bytes} B); page_locked_block {block_us:.3} us \
+             ({hits}/{n} locked), is_page_locked_range {range_us:.3} us ({whole}/{n})",
+            result::page_locked_block(p.cast()),
+            p as usize,
+        );
+    };
+    time_query("pinned", pinned.as_ptr(), pinned.len());
+    time_query("pageable", host.as_ptr(), 1 << 20);
+    time_query("device", dev.as_device_ptr() as *const u8, 4096);
+    let (head, rest) = host.split_at_mut(12_345);
+    let reg = HostRegistration::new(ctx, &mut rest[..(1 << 20) + 7]).expect("register");
+    time_query("registered", reg.as_ptr(), reg.len());
+    println!(
+        "query registered+1: whole range plus one byte page-locked? {}; from one byte before? {}",
+        result::is_page_locked_range(reg.as_ptr().cast(), reg.len() + 1),
+        result::is_page_locked_range(head.as_ptr().wrapping_add(12_344).cast(), 2),
+    );
+}
+
+/// H2D on one thread, by how the pinned bytes were written: plain stores, streaming
+/// stores ([`cuda_staging::copy_for_dma`]), or not written at all (the DMA alone).
+fn h2d_store_kinds(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &[u8]) {
+    let mut pinned = PinnedBuffer::<u8>::alloc(1 << 20).expect("pinned");
+    for &bytes in &[32_768usize, 65_536, 131_072, 150_528, 262_144, 524_288] {
+        let dma = |p: &PinnedBuffer<u8>| {
+            // SAFETY: `pinned` and `dev` hold at least `bytes`; synchronised before the
+            // pinned bytes are written again.
+            unsafe {
+                result::memcpy_htod_async(
+                    dev.as_device_ptr(),
+                    p.as_ptr().cast(),
+                    bytes,
+                    stream.as_raw(),
+                )
+            }
+            .expect("htod");
+            stream.synchronize().expect("sync");
+        };
+        let plain = time(200, || {
+            pinned[..bytes].copy_from_slice(&host[..bytes]);
+            dma(&pinned);
+        });
+        let streaming = time(200, || {
+            cuda_staging::copy_for_dma(&mut pinned[..bytes], &host[..bytes]).expect("copy");
+            dma(&pinned);
+        });
+        let copy_only = time(200, || {
+            cuda_staging::copy_for_dma(&mut pinned[..bytes], &host[..bytes]).expect("copy");
+        });
+        let dma_only = time(200, || dma(&pinned));
+        let base = time(200, || {
+            // SAFETY: as above; the driver stages the pageable source itself.
+            unsafe {
+                result::memcpy_htod_async(
+                    dev.as_device_ptr(),
+                    host.as_ptr().cast(),
+                    bytes,
+                    stream.as_raw(),
+                )
+            }
+            .expect("htod");
+            stream.synchronize().expect("sync");
+        });
+        println!(
+            "h2d one thread {bytes:>7}: plain+dma {plain:6.1} streaming+dma {streaming:6.1} \
+             (streaming copy {copy_only:5.1}) dma {dma_only:6.1} pageable-async {base:6.1} us"
+        );
+    }
+}
+
+/// Candidate defaults side by side, interleaved round by round so drift in the
+/// machine hits them all alike: the previous default (8 threads, pipelining only
+/// over 1 MiB) and the current automatic chunking with 8, 12 and 16 threads.
+fn interleaved(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
+    let old_chunk = |bytes: usize, dir: Direction| {
+        if bytes <= 1 << 20 {
+            return bytes.next_multiple_of(64 << 10);
+        }
+        let (pieces, min) = match dir {
+            Direction::HostToDevice => (4, 256 << 10),
+            Direction::DeviceToHost => (8, 512 << 10),
+        };
+        (bytes / pieces)
+            .clamp(min, 2 << 20)
+            .next_multiple_of(64 << 10)
+    };
+    let sizes = [
+        65_536usize,
+        150_528,
+        262_144,
+        524_288,
+        1 << 20,
+        2 << 20,
+        4_915_200,
+        8 << 20,
+        16 << 20,
+    ];
+    for dir in [Direction::HostToDevice, Direction::DeviceToHost] {
+        for &bytes in &sizes {
+            let configs = [
+                ("t8-old", 8, old_chunk(bytes, dir)),
+                ("t8", 8, 0),
+                ("t12", 12, 0),
+                ("t16", 16, 0),
+            ];
+            let mut bufs: Vec<StagingBuffer> = configs
+                .iter()
+                .map(|&(_, t, c)| {
+                    let mut s = StagingBuffer::new();
+                    s.set_copy_threads(t);
+                    s.set_pipeline_chunk_bytes(c);
+                    s
+                })
+                .collect();
+            let per_round = if bytes >= 4 << 20 { 4 } else { 20 };
+            let mut times = vec![Vec::new(); configs.len() + 1];
+            for round in 0..16 {
+                for (i, slot) in times.iter_mut().enumerate() {
+                    for _ in 0..per_round {
+                        let t = Instant::now();
+                        if i == configs.len() {
+                            pageable_copy(dir, dev, host, bytes, stream);
+                        } else {
+                            let s = &mut bufs[i];
+                            match dir {
+                                Direction::HostToDevice => {
+                                    s.upload(dev, &host[..bytes], stream).expect("upload")
+                                }
+                                Direction::DeviceToHost => s
+                                    .download(&mut host[..bytes], dev, stream)
+                                    .expect("download"),
+                            }
+                        }
+                        if round > 0 {
+                            slot.push(t.elapsed().as_secs_f64() * 1e6);
+                        }
+                    }
+                }
+            }
+            let base = median(times.pop().expect("baseline"));
+            let mut line = format!("interleaved {dir:?} {bytes:>9}: pageable-async {base:7.1} |");
+            for (i, t) in times.into_iter().enumerate() {
+                let m = median(t);
+                line.push_str(&format!(" {} {m:.1} ({:.2}x)", configs[i].0, base / m));
+            }
+            println!("{line}");
+        }
+    }
 }
 
 /// Host copy-out rate from pinned memory into pageable memory, split over `threads`
 /// (spawned once per configuration, released by a barrier per repetition), right
-/// after a DMA wrote the pinned bytes ("fresh") and again without a DMA ("again").
+/// after a DMA wrote the pinned bytes ("fresh"), again without a DMA ("again"), and
+/// fresh while a DMA of the same size lands in other pinned memory ("busy": the copy
+/// time, then the time until both the copy and that DMA are done).
 fn copy_out_rates(stream: &Stream, dev: &DeviceBuffer<u8>, host: &mut [u8]) {
     let max = dev.len();
     let mut pinned = PinnedBuffer::<u8>::alloc(max).expect("pinned");
+    let mut other = PinnedBuffer::<u8>::alloc(max).expect("pinned");
+    let dtoh = |to: usize, bytes: usize| {
+        // SAFETY: `to` is one of the pinned buffers, both at least `bytes` long, not
+        // read by the copy threads until synchronised (or, for `other`, never).
+        unsafe {
+            result::memcpy_dtoh_async(
+                to as *mut std::ffi::c_void,
+                dev.as_device_ptr(),
+                bytes,
+                stream.as_raw(),
+            )
+        }
+        .expect("dtoh");
+    };
     for &bytes in &[1usize << 20, 4_915_200, 16 << 20] {
         for &threads in &[1usize, 4, 8, 16] {
             let mut line = format!("copy-out {bytes:>9} B, {threads:>2} threads:");
-            for fresh in [true, false] {
+            for mode in ["fresh", "again", "busy"] {
                 let reps = 30;
                 let per = bytes.div_ceil(threads).next_multiple_of(4096);
                 let src_addr = pinned.as_ptr() as usize;
+                let other_addr = other.as_mut_ptr() as usize;
                 let dst_addr = host.as_mut_ptr() as usize;
                 let start = Barrier::new(threads + 1);
                 let done = Barrier::new(threads + 1);
                 let mut times = Vec::with_capacity(reps);
+                let mut both = Vec::with_capacity(reps);
                 std::thread::scope(|scope| {
                     for t in 0..threads {
                         let (start, done) = (&start, &done);
@@ -162,34 +374,32 @@ fn copy_out_rates(stream: &Stream, dev: &DeviceBuffer<u8>, host: &mut [u8]) {
                         });
                     }
                     for rep in 0..reps + 1 {
-                        if fresh || rep == 0 {
-                            // SAFETY: `pinned` and `dev` hold at least `bytes`; synchronised
-                            // before the copy threads read it.
-                            unsafe {
-                                result::memcpy_dtoh_async(
-                                    src_addr as *mut std::ffi::c_void,
-                                    dev.as_device_ptr(),
-                                    bytes,
-                                    stream.as_raw(),
-                                )
-                            }
-                            .expect("dtoh");
+                        if mode != "again" || rep == 0 {
+                            dtoh(src_addr, bytes);
                             stream.synchronize().expect("sync");
                         }
                         let t0 = Instant::now();
+                        if mode == "busy" {
+                            dtoh(other_addr, bytes);
+                        }
                         start.wait();
                         done.wait();
+                        let copied = t0.elapsed().as_secs_f64() * 1e6;
+                        stream.synchronize().expect("sync");
                         if rep > 0 {
-                            times.push(t0.elapsed().as_secs_f64() * 1e6);
+                            times.push(copied);
+                            both.push(t0.elapsed().as_secs_f64() * 1e6);
                         }
                     }
                 });
                 let us = median(times);
                 line.push_str(&format!(
-                    " {} {us:.1} us ({:.1} GB/s)",
-                    if fresh { "fresh" } else { "again" },
+                    " {mode} {us:.1} us ({:.1} GB/s)",
                     bytes as f64 / us / 1e3
                 ));
+                if mode == "busy" {
+                    line.push_str(&format!(" both done {:.1} us", median(both)));
+                }
             }
             println!("{line}");
         }

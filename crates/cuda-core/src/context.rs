@@ -91,14 +91,7 @@ impl Context {
         }
         let device = result::device_get(ordinal)?;
         let raw = result::primary_ctx_retain(device)?;
-        let ctx = Context {
-            inner: Arc::new(Inner {
-                raw,
-                device,
-                ordinal,
-                retained: true,
-            }),
-        };
+        let ctx = Context::retained(raw, device, ordinal);
         ctx.bind_to_thread()?;
         Ok(ctx)
     }
@@ -163,16 +156,22 @@ impl Context {
                     .into(),
             });
         }
-        let ctx = Context {
+        let ctx = Context::retained(raw, device, ordinal);
+        remember(&ctx);
+        Ok(ctx)
+    }
+
+    /// A `Context` owning one retain of `device`'s primary context `raw`, released
+    /// when the last clone (and everything made in it) is gone.
+    fn retained(raw: CUcontext, device: CUdevice, ordinal: usize) -> Context {
+        Context {
             inner: Arc::new(Inner {
                 raw,
                 device,
                 ordinal,
                 retained: true,
             }),
-        };
-        remember(&ctx);
-        Ok(ctx)
+        }
     }
 
     /// Wraps a context created elsewhere (ONNX Runtime, TensorRT, the runtime API)

@@ -413,34 +413,48 @@ fn copy_out_rates(stream: &Stream, dev: &DeviceBuffer<u8>, host: &mut [u8]) {
 fn idle_frames(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
     let gap = std::time::Duration::from_millis(2);
     let mut staging = StagingBuffer::new();
-    for &bytes in &[65_536usize, 150_528, 1 << 20, 4_915_200] {
+    // Uploads also through `upload_with` on the calling thread alone, filled with
+    // ordinary stores and with streaming ones: which store kind suits a cold copy.
+    let variants = ["copy-in", "pageable-async", "with-plain", "with-streaming"];
+    for &bytes in &[65_536usize, 150_528, 262_144, 1 << 20, 4_915_200] {
         for dir in [Direction::HostToDevice, Direction::DeviceToHost] {
-            let mut timed = |staged: bool| {
-                let mut times = Vec::with_capacity(40);
-                for rep in 0..43 {
+            let n = if dir == Direction::HostToDevice { 4 } else { 2 };
+            let mut times = vec![Vec::with_capacity(40); n];
+            // Variants take turns, so drift in the machine hits them alike.
+            for rep in 0..43 {
+                for (v, slot) in times.iter_mut().enumerate() {
                     std::thread::sleep(gap);
                     let t = Instant::now();
-                    match (dir, staged) {
-                        (Direction::HostToDevice, true) => {
+                    match (dir, v) {
+                        (Direction::HostToDevice, 0) => {
                             staging.upload(dev, &host[..bytes], stream).expect("upload")
                         }
-                        (Direction::DeviceToHost, true) => staging
+                        (Direction::DeviceToHost, 0) => staging
                             .download(&mut host[..bytes], dev, stream)
                             .expect("download"),
-                        (_, false) => pageable_copy(dir, dev, host, bytes, stream),
+                        (_, 1) => pageable_copy(dir, dev, host, bytes, stream),
+                        (_, 2) => staging
+                            .upload_with(dev, bytes, stream, |d: &mut [u8]| {
+                                d.copy_from_slice(&host[..bytes])
+                            })
+                            .expect("upload_with"),
+                        _ => staging
+                            .upload_with(dev, bytes, stream, |d: &mut [u8]| {
+                                cuda_staging::copy_for_dma(d, &host[..bytes]).expect("copy")
+                            })
+                            .expect("upload_with"),
                     }
                     if rep >= 3 {
-                        times.push(t.elapsed().as_secs_f64() * 1e6);
+                        slot.push(t.elapsed().as_secs_f64() * 1e6);
                     }
                 }
-                median(times)
-            };
-            let staged = timed(true);
-            let pageable = timed(false);
-            println!(
-                "idle 2 ms {dir:?} {bytes:>9}: copy-in {staged:8.1} us, pageable-async {pageable:8.1} us ({:.2}x)",
-                pageable / staged
-            );
+            }
+            let m: Vec<f64> = times.into_iter().map(median).collect();
+            let mut line = format!("idle 2 ms {dir:?} {bytes:>9}:");
+            for (v, us) in m.iter().enumerate() {
+                line.push_str(&format!(" {} {us:.1} ({:.2}x)", variants[v], m[1] / us));
+            }
+            println!("{line}");
         }
     }
 }

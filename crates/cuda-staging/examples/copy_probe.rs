@@ -2,8 +2,13 @@
 //! path and against `upload_with` / `download_into` for several copy-thread counts
 //! and pipeline chunk sizes, so the defaults can be chosen from measurements.
 //!
-//! `cargo run --release -p cuda-staging --example copy_probe` on a GPU machine.
-//! Not a benchmark of record (that is `cargo xtask bench`): a quick sweep of knobs.
+//! `cargo run --release -p cuda-staging --example copy_probe [SECTION...]` on a GPU
+//! machine, sections `query` (page-lock query answers and cost), `stores` (plain
+//! against streaming stores before a DMA), `registered` (DMA from registered memory),
+//! `interleaved` (candidate defaults), `copyout` (copy-out rates, also under a
+//! concurrent DMA), `idle` (2 ms gaps between transfers) and `sweep` (threads
+//! against chunk sizes); none runs them all. Not a benchmark of record (that is
+//! `cargo xtask bench`): a quick look at the knobs.
 
 use std::time::Instant;
 
@@ -60,6 +65,9 @@ fn main() {
     }
     if run("stores") {
         h2d_store_kinds(&stream, &mut dev, &host);
+    }
+    if run("registered") {
+        registered_dma(&ctx, &stream, &mut dev);
     }
     if run("interleaved") {
         interleaved(&stream, &mut dev, &mut host);
@@ -233,6 +241,75 @@ fn h2d_store_kinds(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &[u8]) {
             "h2d one thread {bytes:>7}: plain+dma {plain:6.1} streaming+dma {streaming:6.1} \
              (streaming copy {copy_only:5.1}) dma {dma_only:6.1} pageable-async {base:6.1} us"
         );
+    }
+}
+
+/// The raw DMA (`cuMemcpy*Async` and a sync, nothing of ours) from driver-allocated
+/// pinned memory against the same from a registered `Vec`, interleaved, and
+/// `upload` / `download` from that registered `Vec`: where the registered
+/// column's gap to `resident` comes from.
+fn registered_dma(ctx: &Context, stream: &Stream, dev: &mut DeviceBuffer<u8>) {
+    let max = 1 << 20;
+    let pinned = PinnedBuffer::<u8>::alloc(max).expect("pinned");
+    let mut v: Vec<u8> = (0..max + 4096).map(|i| (i % 253) as u8).collect();
+    let mut reg = HostRegistration::new(ctx, &mut v[..]).expect("register");
+    let mut staging = StagingBuffer::new();
+    for &bytes in &[65_536usize, 131_072, 150_528, 196_608, 262_144] {
+        for dir in [Direction::HostToDevice, Direction::DeviceToHost] {
+            let dptr = dev.as_device_ptr();
+            let raw = |host: *const u8| {
+                // SAFETY: `host` is one of the two buffers above, both over `bytes`
+                // long and page-locked; synchronised before anything else touches them.
+                unsafe {
+                    match dir {
+                        Direction::HostToDevice => {
+                            result::memcpy_htod_async(dptr, host.cast(), bytes, stream.as_raw())
+                        }
+                        Direction::DeviceToHost => result::memcpy_dtoh_async(
+                            host.cast_mut().cast(),
+                            dptr,
+                            bytes,
+                            stream.as_raw(),
+                        ),
+                    }
+                }
+                .expect("copy");
+                stream.synchronize().expect("sync");
+            };
+            let mut times = vec![Vec::new(); 3];
+            for round in 0..31 {
+                for (i, slot) in times.iter_mut().enumerate() {
+                    for _ in 0..20 {
+                        let t = Instant::now();
+                        match i {
+                            0 => raw(pinned.as_ptr()),
+                            1 => raw(reg.as_ptr()),
+                            _ => match dir {
+                                Direction::HostToDevice => {
+                                    staging.upload(dev, &reg[..bytes], stream).expect("upload")
+                                }
+                                Direction::DeviceToHost => staging
+                                    .download(&mut reg[..bytes], dev, stream)
+                                    .expect("download"),
+                            },
+                        }
+                        if round > 0 {
+                            slot.push(t.elapsed().as_secs_f64() * 1e6);
+                        }
+                    }
+                }
+            }
+            let m: Vec<f64> = times.into_iter().map(median).collect();
+            println!(
+                "registered {dir:?} {bytes:>7}: raw from PinnedBuffer {:.2} us, raw from \
+                 registered {:.2} us ({:+.1}%), upload/download from registered {:.2} us ({:+.1}%)",
+                m[0],
+                m[1],
+                (m[1] / m[0] - 1.0) * 100.0,
+                m[2],
+                (m[2] / m[0] - 1.0) * 100.0
+            );
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //! and pipeline chunk sizes, so the defaults can be chosen from measurements.
 //!
 //! `cargo run --release -p cuda-staging --example copy_probe [SECTION...]` on a GPU
-//! machine, sections `query` (page-lock query answers and cost), `stores` (plain
+//! machine, sections `query` (page-lock query answers and cost), `small` (where
+//! the upload lower bound belongs), `stores` (plain
 //! against streaming stores before a DMA), `registered` (DMA from registered memory),
 //! `interleaved` (candidate defaults), `copyout` (copy-out rates, also under a
 //! concurrent DMA), `idle` (2 ms gaps between transfers) and `sweep` (threads
@@ -65,6 +66,9 @@ fn main() {
     }
     if run("stores") {
         h2d_store_kinds(&stream, &mut dev, &host);
+    }
+    if run("small") {
+        small_uploads(&stream, &mut dev, &mut host);
     }
     if run("registered") {
         registered_dma(&ctx, &stream, &mut dev);
@@ -197,7 +201,10 @@ fn query_costs(ctx: &Context, dev: &DeviceBuffer<u8>, host: &mut [u8]) {
 /// stores ([`cuda_staging::copy_for_dma`]), or not written at all (the DMA alone).
 fn h2d_store_kinds(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &[u8]) {
     let mut pinned = PinnedBuffer::<u8>::alloc(1 << 20).expect("pinned");
-    for &bytes in &[32_768usize, 65_536, 131_072, 150_528, 262_144, 524_288] {
+    for &bytes in &[
+        4_096usize, 8_192, 16_384, 24_576, 32_768, 49_152, 65_536, 131_072, 150_528, 262_144,
+        524_288,
+    ] {
         let dma = |p: &PinnedBuffer<u8>| {
             // SAFETY: `pinned` and `dev` hold at least `bytes`; synchronised before the
             // pinned bytes are written again.
@@ -310,6 +317,58 @@ fn registered_dma(ctx: &Context, stream: &Stream, dev: &mut DeviceBuffer<u8>) {
                 (m[2] / m[0] - 1.0) * 100.0
             );
         }
+    }
+}
+
+/// Small uploads, interleaved: the driver's pageable path, `upload` as shipped,
+/// `upload` staging everything (lower bound 0), and a raw DMA from pinned memory.
+/// Where the H2D lower bound belongs.
+fn small_uploads(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
+    let mut shipped = StagingBuffer::new();
+    let mut staged = StagingBuffer::new();
+    staged.set_stage_min_bytes(Direction::HostToDevice, 0);
+    let pinned = PinnedBuffer::<u8>::alloc(1 << 20).expect("pinned");
+    let dptr = dev.as_device_ptr();
+    let names = ["pageable-async", "upload", "upload-staged", "raw-pinned"];
+    for &bytes in &[
+        4_096usize, 8_192, 16_384, 24_576, 32_768, 49_152, 65_536, 98_304,
+    ] {
+        let mut times = vec![Vec::new(); names.len()];
+        for round in 0..41 {
+            for (i, slot) in times.iter_mut().enumerate() {
+                for _ in 0..25 {
+                    let t = Instant::now();
+                    match i {
+                        0 => pageable_copy(Direction::HostToDevice, dev, host, bytes, stream),
+                        1 => shipped.upload(dev, &host[..bytes], stream).expect("upload"),
+                        2 => staged.upload(dev, &host[..bytes], stream).expect("upload"),
+                        _ => {
+                            // SAFETY: `pinned` and `dev` hold at least `bytes`;
+                            // synchronised before the next use.
+                            unsafe {
+                                result::memcpy_htod_async(
+                                    dptr,
+                                    pinned.as_ptr().cast(),
+                                    bytes,
+                                    stream.as_raw(),
+                                )
+                            }
+                            .expect("htod");
+                            stream.synchronize().expect("sync");
+                        }
+                    }
+                    if round > 0 {
+                        slot.push(t.elapsed().as_secs_f64() * 1e6);
+                    }
+                }
+            }
+        }
+        let m: Vec<f64> = times.into_iter().map(median).collect();
+        let mut line = format!("small H2D {bytes:>6}:");
+        for (i, us) in m.iter().enumerate() {
+            line.push_str(&format!(" {} {us:.2} ({:.2}x)", names[i], m[0] / us));
+        }
+        println!("{line}");
     }
 }
 

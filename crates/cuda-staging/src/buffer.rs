@@ -7,6 +7,7 @@ use std::time::Instant;
 use cuda_core::result::{self, is_page_locked_range};
 use cuda_core::{byte_len, Context, DeviceBuffer, Error, Event, PinnedBuffer, Result, Stream};
 
+use crate::copy::streams;
 use crate::pool::CopyPool;
 use crate::stats::StagingStats;
 use crate::StagingPod;
@@ -18,11 +19,13 @@ use crate::StagingPod;
 pub const PIPELINE_WINDOW_BYTES: usize = 8 << 20;
 
 /// Default lower routing bounds, [upload, download]: below them `upload` /
-/// `download` hand the copy to the driver. For uploads under 64 KiB the driver copies
-/// pageable bytes inline with the command and is as fast as a DMA from pinned memory
-/// (measured on our H200: 8.2 µs at 16 KiB, like `upload_with`), so a host copy can
-/// only add to it; downloads gain from staging at every size.
-pub const DEFAULT_STAGE_MIN_BYTES: [usize; 2] = [64 << 10, 0];
+/// `download` hand the copy to the driver. For uploads under 32 KiB the driver's
+/// pageable path is as fast as a DMA from pinned memory, so a host copy can only
+/// add to it (our H200, `copy_probe small`, interleaved: 16 KiB 9.87 µs pageable,
+/// 9.80 raw pinned, 9.8-10.0 copy plus DMA at best); from 32 KiB staging wins
+/// (32 KiB: 10.1-11.4 against 10.7-12.1 µs; 48 KiB: 11.4-12.8 against 14.0-14.9).
+/// Downloads gain from staging at every size.
+pub const DEFAULT_STAGE_MIN_BYTES: [usize; 2] = [32 << 10, 0];
 
 /// Per direction (H2D, D2H): with the automatic chunk, transfers up to
 /// this size are copied and DMA'd in one piece; larger ones are split into chunks so
@@ -439,9 +442,10 @@ impl StagingBuffer {
     /// Uses a temporary 16 MiB device buffer. Transfer counters are restored
     /// afterwards; a pinned allocation it makes is counted.
     pub fn calibrate(&mut self, stream: &Stream) -> Result<Calibration> {
-        const SIZES: [usize; 8] = [
+        const SIZES: [usize; 9] = [
             4 << 10,
             16 << 10,
+            32 << 10,
             64 << 10,
             256 << 10,
             1 << 20,
@@ -649,7 +653,7 @@ impl StagingBuffer {
         if plan.chunks == 1 {
             // SAFETY: `src` holds `bytes` (the caller's slice); `base` holds `cap >=
             // bytes` (one chunk fits the window); pinned memory is ours.
-            unsafe { self.host_copy(base, src, bytes, true, usize::MAX) };
+            unsafe { self.host_copy(base, src, bytes, streams(bytes), usize::MAX) };
             // SAFETY: ranges as above; the stream is synchronised before return.
             unsafe { result::memcpy_htod_async(dst, base.cast(), bytes, raw) }?;
             return finish(stream);
@@ -1069,7 +1073,8 @@ mod tests {
     fn default_routing_hands_small_uploads_to_the_driver() {
         let mut s = StagingBuffer::new();
         assert!(!s.stages(Direction::HostToDevice, 4096));
-        assert!(s.stages(Direction::HostToDevice, 64 << 10));
+        assert!(!s.stages(Direction::HostToDevice, (32 << 10) - 1));
+        assert!(s.stages(Direction::HostToDevice, 32 << 10));
         assert!(s.stages(Direction::HostToDevice, 64 << 20));
         assert!(s.stages(Direction::DeviceToHost, 1));
         s.set_auto_stage_max_bytes(crate::DEFAULT_AUTO_STAGE_MAX_BYTES);

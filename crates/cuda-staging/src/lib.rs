@@ -32,7 +32,7 @@
 //!   - routing is per direction: transfers below
 //!     [`StagingBuffer::stage_min_bytes`] or above
 //!     [`StagingBuffer::stage_max_bytes`] go to the driver's pageable path instead.
-//!     The shipped default ([`DEFAULT_STAGE_MIN_BYTES`]) hands uploads under 64 KiB
+//!     The shipped default ([`DEFAULT_STAGE_MIN_BYTES`]) hands uploads under 32 KiB
 //!     to the driver, which copies such small pageable uploads inline as fast as a
 //!     DMA from pinned memory, and stages everything else, because on our H200
 //!     the staged path beats the driver there (table below);
@@ -127,7 +127,7 @@ pub use stats::StagingStats;
 /// seed's behaviour (stage at or below 512 KiB, hand larger transfers to the
 /// driver's pageable path). [`StagingBuffer::new`] no longer starts with it: with
 /// the multi-threaded, non-temporal, pipelined host copy the staged path is faster
-/// than the driver's from 64 KiB up to the largest size measured on our H200, so the
+/// than the driver's from 32 KiB up to the largest size measured on our H200, so the
 /// default upper bound is `usize::MAX` (with [`DEFAULT_STAGE_MIN_BYTES`] below), and
 /// [`StagingBuffer::calibrate`] adjusts both per machine.
 pub const DEFAULT_AUTO_STAGE_MAX_BYTES: usize = 512 * 1024;

@@ -197,9 +197,9 @@ fn integrity<T: Pattern>() {
                 Route::Direct
             };
             if routing == "default routing" {
-                // Uploads under 64 KiB go to the driver (DEFAULT_STAGE_MIN_BYTES);
+                // Uploads under 32 KiB go to the driver (DEFAULT_STAGE_MIN_BYTES);
                 // everything else is staged.
-                let up = if nbytes >= 64 << 10 {
+                let up = if nbytes >= 32 << 10 {
                     Route::Staged
                 } else {
                     Route::Direct

@@ -160,11 +160,12 @@ fn run(c: &mut Criterion, settings: &BenchSettings, gpu: &Gpu, cudarc: Option<&C
     };
 
     for &bytes in &settings.sizes {
-        // Rewrite the pageable source before each size, as a producer would: in two
-        // full runs on the H200 host the half of it that only the 64 MiB size reads,
-        // filled minutes earlier and untouched since, read at ~9 GB/s in every
-        // column that reads it (filtered runs, filled seconds before: 1.76 ms for
-        // copy-in, not 7.6).
+        // Rewrite the pageable source before each size, as a producer would. In two
+        // full runs on the H200 host, where the half of it only the 64 MiB size reads
+        // had been filled minutes earlier and not touched since, every column reading
+        // it ran at ~9 GB/s there (copy-in 7.6 and 9.1 ms); a filtered run, filled
+        // seconds before, gave copy-in 1.76 ms, and the first full run after this
+        // change 1.71 ms. Why stale memory read slowly there is not known.
         fill_pattern(&mut host.pageable[..bytes], SEED_PAGEABLE);
         let mut fx = SizeFixture::new(gpu, cudarc, bytes, &host.pageable[..bytes]);
         warm_up_staging(gpu, &mut host, &mut fx);

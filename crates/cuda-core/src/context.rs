@@ -162,7 +162,8 @@ impl Context {
     }
 
     /// A `Context` owning one retain of `device`'s primary context `raw`, released
-    /// when the last clone (and everything made in it) is gone.
+    /// when the last clone (and everything made in it) is gone. The caller hands
+    /// over exactly one `cuDevicePrimaryCtxRetain` it just made for `device`.
     fn retained(raw: CUcontext, device: CUdevice, ordinal: usize) -> Context {
         Context {
             inner: Arc::new(Inner {

@@ -386,7 +386,12 @@ pub fn page_locked_block(p: *const c_void) -> Option<PageLockedBlock> {
             p as CUdeviceptr,
         )
     };
-    if rc != cuda_sys::CUDA_SUCCESS || kind != cuda_sys::CU_MEMORYTYPE_HOST || managed != 0 {
+    if rc != cuda_sys::CUDA_SUCCESS {
+        // A driver that refuses one of the four attributes: ask for the memory type
+        // alone, and report no extent.
+        return memory_type_is_host(d, p).then_some(PageLockedBlock { start: 0, size: 0 });
+    }
+    if kind != cuda_sys::CU_MEMORYTYPE_HOST || managed != 0 {
         return None;
     }
     let block = PageLockedBlock {
@@ -399,6 +404,22 @@ pub fn page_locked_block(p: *const c_void) -> Option<PageLockedBlock> {
     } else {
         PageLockedBlock { start: 0, size: 0 }
     })
+}
+
+/// `cuPointerGetAttribute(MEMORY_TYPE)` says host memory (fails for addresses the
+/// driver does not know).
+fn memory_type_is_host(d: &Driver, p: *const c_void) -> bool {
+    let mut kind: c_uint = 0;
+    // SAFETY: `kind` is a valid 4-byte out-pointer for MEMORY_TYPE; the driver only
+    // looks `p` up in its tables, it never dereferences it.
+    let rc = unsafe {
+        (d.cuPointerGetAttribute)(
+            (&mut kind as *mut c_uint).cast(),
+            cuda_sys::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            p as CUdeviceptr,
+        )
+    };
+    rc == cuda_sys::CUDA_SUCCESS && kind == cuda_sys::CU_MEMORYTYPE_HOST
 }
 
 /// Whether the driver knows `p` as page-locked host memory (see

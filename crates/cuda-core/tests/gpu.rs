@@ -1190,6 +1190,12 @@ fn page_locked_ranges_end_where_the_registration_ends() {
     let base = pinned.as_ptr();
     let block = result::page_locked_block(base.cast()).expect("pinned memory is page-locked");
     eprintln!("PinnedBuffer at {:#x}: {block:?}", base as usize);
+    // The driver reports the allocation's extent (CUDA 13 on our H200), so one query
+    // decides a whole range.
+    assert!(
+        block.holds(base as usize, pinned.len()),
+        "the reported block {block:?} holds the whole allocation"
+    );
     assert!(is_page_locked_range(base.cast(), pinned.len()));
     assert!(is_page_locked_range(
         base.wrapping_add(1).cast(),
@@ -1212,6 +1218,10 @@ fn page_locked_ranges_end_where_the_registration_ends() {
             reg.as_ptr() as usize,
             reg.len()
         );
+        assert!(
+            block.holds(reg.as_ptr() as usize, reg.len()),
+            "the reported block {block:?} holds the whole registration"
+        );
         assert!(is_page_locked_range(reg.as_ptr().cast(), reg.len()));
         assert!(
             !is_page_locked_range(reg.as_ptr().cast(), beyond - lo),
@@ -1223,6 +1233,23 @@ fn page_locked_ranges_end_where_the_registration_ends() {
         );
     }
     assert!(!is_page_locked_range(p.wrapping_add(lo).cast(), hi - lo));
+
+    // Two registrations with unregistered pages between them: both ends of a range
+    // spanning them are page-locked, its middle is not.
+    let (first, rest) = v.split_at_mut(2 * 65_536);
+    let second = &mut rest[65_536..2 * 65_536];
+    let (a, b) = (
+        first.as_ptr() as usize,
+        second.as_ptr() as usize + second.len(),
+    );
+    let r1 = HostRegistration::new(&ctx, first).expect("register the first");
+    let r2 = HostRegistration::new(&ctx, second).expect("register the second");
+    assert!(is_page_locked(r1.as_ptr().cast()) && is_page_locked(r2.as_ptr().cast()));
+    assert!(
+        !is_page_locked_range(a as *const c_void, b - a),
+        "a range with an unregistered middle"
+    );
+    assert!(is_page_locked_range(r2.as_ptr().cast(), r2.len()));
 }
 
 #[test]

@@ -198,7 +198,7 @@ fn query_costs(ctx: &Context, dev: &DeviceBuffer<u8>, host: &mut [u8]) {
 }
 
 /// H2D on one thread, by how the pinned bytes were written: plain stores, streaming
-/// stores ([`cuda_staging::copy_for_dma`]), or not written at all (the DMA alone).
+/// stores (always, whatever the size), or not written at all (the DMA alone).
 fn h2d_store_kinds(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &[u8]) {
     let mut pinned = PinnedBuffer::<u8>::alloc(1 << 20).expect("pinned");
     for &bytes in &[
@@ -224,11 +224,11 @@ fn h2d_store_kinds(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &[u8]) {
             dma(&pinned);
         });
         let streaming = time(200, || {
-            cuda_staging::copy_for_dma(&mut pinned[..bytes], &host[..bytes]).expect("copy");
+            cuda_staging::copy_streaming(&mut pinned[..bytes], &host[..bytes]).expect("copy");
             dma(&pinned);
         });
         let copy_only = time(200, || {
-            cuda_staging::copy_for_dma(&mut pinned[..bytes], &host[..bytes]).expect("copy");
+            cuda_staging::copy_streaming(&mut pinned[..bytes], &host[..bytes]).expect("copy");
         });
         let dma_only = time(200, || dma(&pinned));
         let base = time(200, || {

@@ -1,14 +1,21 @@
 //! Host copies into and out of pinned memory.
 //!
-//! Into pinned memory that the DMA engine reads next, non-temporal stores win: bytes
-//! written with ordinary stores sit dirty in the CPU caches and the following DMA
-//! pays for snooping them. On our H200 host (one thread, `copy_probe`), ordinary
-//! stores copy 150 KiB in 3.7 µs and streaming ones in 8.2 µs, yet copy plus DMA
-//! comes to 22.1 µs either way; from 256 KiB streaming wins (27.4 against 31.5 µs;
-//! 512 KiB: 47.2 against 52.7). x86-64 always has SSE2's `movntdq`; elsewhere this
-//! falls back to a plain copy. Wider streaming stores bought nothing there: 64 KiB at
-//! 19.5 GB/s with SSE2, 19.1 with AVX2, 20.1 with AVX-512, so SSE2 it stays, with no
-//! feature detection.
+//! Into pinned memory that the DMA engine reads next, uploads of 32 KiB and more use
+//! non-temporal (streaming) stores: bytes written with ordinary stores sit dirty in
+//! the CPU caches and the following DMA pays for snooping them. On our H200 host
+//! (one thread, copy plus DMA, `copy_probe stores`, five runs) streaming stores were
+//! never more than 0.1 µs behind from 32 KiB: up to 4 µs ahead from 32 to 150 KiB,
+//! 1.9 to 6.1 µs ahead at 256 and 512 KiB. Under 32 KiB they lost by up to 5.7 µs in
+//! two runs of three
+//! (24 KiB: 15.6-16.2 against 9.9-11.3 µs) and tied in the third, so smaller uploads
+//! use ordinary stores ([`STREAMING_MIN_BYTES`]).
+//!
+//! Out of pinned memory (downloads) the copy uses ordinary stores: streaming ones
+//! into the caller's memory measured slower (4.7 MiB: 245 against 203 µs).
+//!
+//! x86-64 always has SSE2's `movntdq`; elsewhere every copy is a plain one. Wider
+//! streaming stores bought nothing on our host: 64 KiB at 19.5 GB/s with SSE2, 19.1
+//! with AVX2, 20.1 with AVX-512, so SSE2 it stays, with no feature detection.
 
 use crate::StagingPod;
 use cuda_core::{Error, Result};
@@ -51,13 +58,25 @@ pub fn copy_for_dma<T: StagingPod>(dst: &mut [T], src: &[T]) -> Result<()> {
     Ok(())
 }
 
-/// Uploads from this size write their pinned bytes with streaming stores; smaller
-/// ones with ordinary stores. Under 32 KiB the driver moves a pinned source in a way
-/// that pays dearly for streaming stores just before it: on our H200 host (one
-/// thread, `copy_probe stores`) copy plus DMA took 9.4-9.8 µs with streaming stores
-/// against 8.2-8.4 with ordinary ones at 4 KiB, and 15.6-16.2 against 9.9-11.3 at
-/// 24 KiB; from 32 KiB streaming wins (10.1-11.4 against 11.8-11.9; 64 KiB
-/// 12.6-14.3 against 15.0).
+/// `src` into `dst` always with streaming stores (x86-64, from 4 KiB), whatever the
+/// size: for `copy_probe`, which times them against ordinary stores. Not part of the
+/// API. Lengths that differ are an [`Error::LengthMismatch`]; nothing is copied.
+#[doc(hidden)]
+pub fn copy_streaming(dst: &mut [u8], src: &[u8]) -> Result<()> {
+    if dst.len() != src.len() {
+        return Err(Error::LengthMismatch {
+            op: "copy_streaming",
+            host: src.len(),
+            expected: dst.len(),
+        });
+    }
+    // SAFETY: both slices hold `src.len()` bytes; `&mut` and `&` cannot overlap.
+    unsafe { copy(dst.as_mut_ptr(), src.as_ptr(), src.len(), true) };
+    Ok(())
+}
+
+/// Uploads (and pipeline chunks) from this size write their pinned bytes with
+/// streaming stores, smaller ones with ordinary stores; see the module notes.
 pub(crate) const STREAMING_MIN_BYTES: usize = 32 << 10;
 
 /// Whether an upload of `bytes` writes its pinned bytes with streaming stores.
@@ -68,9 +87,8 @@ pub(crate) fn streams(bytes: usize) -> bool {
 /// Copies `len` bytes; with `streaming`, bypassing the caches where the CPU allows.
 ///
 /// Streaming (non-temporal) stores are for destinations nobody reads soon from the
-/// cache: pinned memory the DMA engine reads next, and the far end of a large
-/// download (the stores then also skip the read-for-ownership of each destination
-/// line). Below 4 KiB, and off x86-64, it is a plain copy.
+/// cache: pinned memory the DMA engine reads next. Below 4 KiB, and off x86-64, it
+/// is a plain copy.
 ///
 /// # Safety
 /// 1. `src` is readable and `dst` writable for `len` bytes; the ranges do not overlap.

@@ -15,7 +15,7 @@
 //!   is the fast path: reach for it whenever you produce or consume the data
 //!   yourself (preprocessing a frame, reading logits). To fill the pinned slice
 //!   from memory you already hold, [`copy_for_dma`] writes it the way `upload`
-//!   does, with streaming stores the DMA reads at full speed.
+//!   does (from 32 KiB with streaming stores, which the DMA reads at full speed).
 //! * [`StagingBuffer::upload`] / [`StagingBuffer::download`]: take an ordinary
 //!   `&[T]` / `&mut [T]`. They must copy between your memory and pinned memory,
 //!   and a naive single-threaded copy loses to the driver's own pageable path. So
@@ -25,8 +25,9 @@
 //!     from, with no copy (the driver is asked once per transfer, one call of about
 //!     0.1 µs, and nothing is cached);
 //!   - otherwise the host copy is split over a small persistent thread pool
-//!     ([`StagingBuffer::set_copy_threads`]) and written with non-temporal stores,
-//!     which the following DMA reads at full speed, and for large transfers it is
+//!     ([`StagingBuffer::set_copy_threads`]); uploads from 32 KiB write pinned memory
+//!     with non-temporal stores, which the following DMA reads at full speed; and
+//!     for large transfers (uploads over 1 MiB, downloads over 256 KiB) it is
 //!     cut into chunks so the copy of one overlaps the DMA of another, through a
 //!     pinned window of at most [`PIPELINE_WINDOW_BYTES`];
 //!   - routing is per direction: transfers below
@@ -114,6 +115,8 @@ pub use buffer::{
     DEFAULT_STAGE_MIN_BYTES, MAX_COPY_THREADS, PIPELINE_WINDOW_BYTES,
 };
 pub use copy::copy_for_dma;
+#[doc(hidden)]
+pub use copy::copy_streaming;
 pub use cuda_core::{
     bytemuck, Context, DeviceBuffer, Error, HostRegistration, PinnedBuffer, Result, Stream,
 };

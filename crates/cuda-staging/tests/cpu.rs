@@ -238,8 +238,9 @@ fn buffer_moves_to_another_thread() {
 
 #[test]
 fn copy_for_dma_copies_exactly_or_refuses_a_length_mismatch() {
-    // Sizes either side of the 4 KiB streaming threshold, at an odd element offset.
-    for n in [0usize, 1, 1023, 1024, 1025, 50_001] {
+    // Sizes either side of the 4 KiB (per copy) and 32 KiB (per transfer) streaming
+    // thresholds, at an odd element offset.
+    for n in [0usize, 1, 1023, 1024, 1025, 8191, 8192, 8193, 50_001] {
         let src: Vec<u32> = (0..n as u32 + 1)
             .map(|i| i.wrapping_mul(2_654_435_761))
             .collect();

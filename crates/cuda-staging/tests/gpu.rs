@@ -278,12 +278,19 @@ fn integrity_user_pod_struct_every_method_every_size() {
 // 2. fast-path integrity at chunk boundaries, copy threads, unaligned host slices
 // ---------------------------------------------------------------------------------
 
-/// Around the parallel-copy threshold (64 KiB), the pipelining threshold (1 MiB),
-/// an odd size, and past the 8 MiB window (ring reuse).
-const BOUNDARY_BYTES: [usize; 11] = [
+/// Around the streaming-store threshold (32 KiB), the parallel-copy threshold
+/// (64 KiB), the download and upload pipelining thresholds (256 KiB, 1 MiB), an odd
+/// size, and past the 8 MiB window (ring reuse).
+const BOUNDARY_BYTES: [usize; 17] = [
+    32 * KIB - 1,
+    32 * KIB,
+    32 * KIB + 1,
     64 * KIB - 1,
     64 * KIB,
     64 * KIB + 1,
+    256 * KIB - 1,
+    256 * KIB,
+    256 * KIB + 1,
     MIB - 1,
     MIB,
     MIB + 1,
@@ -375,7 +382,7 @@ fn chunk_boundaries_with_four_copy_threads() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn chunk_boundaries_with_64_kib_chunks() {
-    // Every size above 64 KiB is pipelined, and from 512 KiB the slots are reused.
+    // Every size above 64 KiB is pipelined, and above 512 KiB the slots are reused.
     chunk_boundaries(4, 64 << 10);
 }
 

@@ -160,12 +160,11 @@ fn run(c: &mut Criterion, settings: &BenchSettings, gpu: &Gpu, cudarc: Option<&C
     };
 
     for &bytes in &settings.sizes {
-        // Rewrite the pageable source before each size, as a producer would. In two
-        // full runs on the H200 host, where the half of it only the 64 MiB size reads
-        // had been filled minutes earlier and not touched since, every column reading
-        // it ran at ~9 GB/s there (copy-in 7.6 and 9.1 ms); a filtered run, filled
-        // seconds before, gave copy-in 1.76 ms, and the first full run after this
-        // change 1.71 ms. Why stale memory read slowly there is not known.
+        // Rewrite the pageable source before each size, as a producer would. (In
+        // three of five full runs on the H200 host every column reading the source
+        // at 64 MiB ran at 3 to 9 GB/s, copy-in 7.6 to 12 ms against 1.7 ms in the
+        // other two and in a filtered run; rewriting it here did not prevent that.
+        // The cause is not known.)
         fill_pattern(&mut host.pageable[..bytes], SEED_PAGEABLE);
         let mut fx = SizeFixture::new(gpu, cudarc, bytes, &host.pageable[..bytes]);
         warm_up_staging(gpu, &mut host, &mut fx);

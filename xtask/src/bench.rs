@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long)]
     quick: bool,
     /// Where to write measurements.md, measurements.json and bandwidth.svg
-    /// [default: <workspace>/docs].
+    /// [default: the workspace's docs folder].
     #[arg(long, value_name = "DIR")]
     docs_dir: Option<PathBuf>,
     /// Arguments for the bench executables, e.g. a criterion filter such as `H2D/150528`.

@@ -913,7 +913,7 @@ fn internal(what: &str) -> Error {
 ///
 /// On our H200 host (32 cores) 16 threads against 8 took downloads of 512 KiB to
 /// 4.7 MiB from 29.4 to 26.7 µs, 88.4 to 73.3 µs and 193 to 170 µs (512 KiB, 2 MiB,
-/// 4.7 MiB), and left uploads unchanged within 3%; `copy_probe`'s interleaved runs.
+/// 4.7 MiB), and left uploads within 4%; `copy_probe`'s interleaved runs.
 pub fn default_copy_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 16))
 }

@@ -205,19 +205,19 @@ fn h2d_store_kinds(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &[u8]) {
         4_096usize, 8_192, 16_384, 24_576, 32_768, 49_152, 65_536, 131_072, 150_528, 262_144,
         524_288,
     ] {
+        let dptr = dev.as_device_ptr();
         let dma = |p: &PinnedBuffer<u8>| {
-            // SAFETY: `pinned` and `dev` hold at least `bytes`; synchronised before the
-            // pinned bytes are written again.
+            // SAFETY: `pinned` and `dev` hold at least `bytes`; nothing writes the
+            // pinned bytes until `raw_copy` has synchronised.
             unsafe {
-                result::memcpy_htod_async(
-                    dev.as_device_ptr(),
-                    p.as_ptr().cast(),
+                raw_copy(
+                    Direction::HostToDevice,
+                    dptr,
+                    p.as_ptr().cast_mut(),
                     bytes,
-                    stream.as_raw(),
+                    stream,
                 )
             }
-            .expect("htod");
-            stream.synchronize().expect("sync");
         };
         let plain = time(200, || {
             pinned[..bytes].copy_from_slice(&host[..bytes]);
@@ -232,17 +232,17 @@ fn h2d_store_kinds(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &[u8]) {
         });
         let dma_only = time(200, || dma(&pinned));
         let base = time(200, || {
-            // SAFETY: as above; the driver stages the pageable source itself.
+            // SAFETY: `host` holds at least `bytes` and is only read; the driver
+            // stages the pageable source itself.
             unsafe {
-                result::memcpy_htod_async(
-                    dev.as_device_ptr(),
-                    host.as_ptr().cast(),
+                raw_copy(
+                    Direction::HostToDevice,
+                    dptr,
+                    host.as_ptr().cast_mut(),
                     bytes,
-                    stream.as_raw(),
+                    stream,
                 )
             }
-            .expect("htod");
-            stream.synchronize().expect("sync");
         });
         println!(
             "h2d one thread {bytes:>7}: plain+dma {plain:6.1} streaming+dma {streaming:6.1} \
@@ -264,49 +264,21 @@ fn registered_dma(ctx: &Context, stream: &Stream, dev: &mut DeviceBuffer<u8>) {
     for &bytes in &[65_536usize, 131_072, 150_528, 196_608, 262_144] {
         for dir in [Direction::HostToDevice, Direction::DeviceToHost] {
             let dptr = dev.as_device_ptr();
-            let raw = |host: *const u8| {
-                // SAFETY: `host` is one of the two buffers above, both over `bytes`
-                // long and page-locked; synchronised before anything else touches them.
-                unsafe {
-                    match dir {
-                        Direction::HostToDevice => {
-                            result::memcpy_htod_async(dptr, host.cast(), bytes, stream.as_raw())
-                        }
-                        Direction::DeviceToHost => result::memcpy_dtoh_async(
-                            host.cast_mut().cast(),
-                            dptr,
-                            bytes,
-                            stream.as_raw(),
-                        ),
+            let m = interleave(3, 30, 20, std::time::Duration::ZERO, |v| match v {
+                // SAFETY: both buffers hold over `bytes` and are touched by nothing
+                // else until `raw_copy` has synchronised.
+                0 => unsafe { raw_copy(dir, dptr, pinned.as_ptr().cast_mut(), bytes, stream) },
+                // SAFETY: as above.
+                1 => unsafe { raw_copy(dir, dptr, reg.as_mut_ptr(), bytes, stream) },
+                _ => match dir {
+                    Direction::HostToDevice => {
+                        staging.upload(dev, &reg[..bytes], stream).expect("upload")
                     }
-                }
-                .expect("copy");
-                stream.synchronize().expect("sync");
-            };
-            let mut times = vec![Vec::new(); 3];
-            for round in 0..31 {
-                for (i, slot) in times.iter_mut().enumerate() {
-                    for _ in 0..20 {
-                        let t = Instant::now();
-                        match i {
-                            0 => raw(pinned.as_ptr()),
-                            1 => raw(reg.as_ptr()),
-                            _ => match dir {
-                                Direction::HostToDevice => {
-                                    staging.upload(dev, &reg[..bytes], stream).expect("upload")
-                                }
-                                Direction::DeviceToHost => staging
-                                    .download(&mut reg[..bytes], dev, stream)
-                                    .expect("download"),
-                            },
-                        }
-                        if round > 0 {
-                            slot.push(t.elapsed().as_secs_f64() * 1e6);
-                        }
-                    }
-                }
-            }
-            let m: Vec<f64> = times.into_iter().map(median).collect();
+                    Direction::DeviceToHost => staging
+                        .download(&mut reg[..bytes], dev, stream)
+                        .expect("download"),
+                },
+            });
             println!(
                 "registered {dir:?} {bytes:>7}: raw from PinnedBuffer {:.2} us, raw from \
                  registered {:.2} us ({:+.1}%), upload/download from registered {:.2} us ({:+.1}%)",
@@ -333,37 +305,28 @@ fn small_uploads(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
     for &bytes in &[
         4_096usize, 8_192, 16_384, 24_576, 32_768, 49_152, 65_536, 98_304,
     ] {
-        let mut times = vec![Vec::new(); names.len()];
-        for round in 0..41 {
-            for (i, slot) in times.iter_mut().enumerate() {
-                for _ in 0..25 {
-                    let t = Instant::now();
-                    match i {
-                        0 => pageable_copy(Direction::HostToDevice, dev, host, bytes, stream),
-                        1 => shipped.upload(dev, &host[..bytes], stream).expect("upload"),
-                        2 => staged.upload(dev, &host[..bytes], stream).expect("upload"),
-                        _ => {
-                            // SAFETY: `pinned` and `dev` hold at least `bytes`;
-                            // synchronised before the next use.
-                            unsafe {
-                                result::memcpy_htod_async(
-                                    dptr,
-                                    pinned.as_ptr().cast(),
-                                    bytes,
-                                    stream.as_raw(),
-                                )
-                            }
-                            .expect("htod");
-                            stream.synchronize().expect("sync");
-                        }
-                    }
-                    if round > 0 {
-                        slot.push(t.elapsed().as_secs_f64() * 1e6);
-                    }
-                }
-            }
-        }
-        let m: Vec<f64> = times.into_iter().map(median).collect();
+        let m = interleave(
+            names.len(),
+            40,
+            25,
+            std::time::Duration::ZERO,
+            |v| match v {
+                0 => pageable_copy(Direction::HostToDevice, dev, host, bytes, stream),
+                1 => shipped.upload(dev, &host[..bytes], stream).expect("upload"),
+                2 => staged.upload(dev, &host[..bytes], stream).expect("upload"),
+                // SAFETY: `pinned` and `dev` hold at least `bytes`; nothing writes the
+                // pinned bytes.
+                _ => unsafe {
+                    raw_copy(
+                        Direction::HostToDevice,
+                        dptr,
+                        pinned.as_ptr().cast_mut(),
+                        bytes,
+                        stream,
+                    )
+                },
+            },
+        );
         let mut line = format!("small H2D {bytes:>6}:");
         for (i, us) in m.iter().enumerate() {
             line.push_str(&format!(" {} {us:.2} ({:.2}x)", names[i], m[0] / us));
@@ -417,35 +380,31 @@ fn interleaved(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
                 })
                 .collect();
             let per_round = if bytes >= 4 << 20 { 4 } else { 20 };
-            let mut times = vec![Vec::new(); configs.len() + 1];
-            for round in 0..16 {
-                for (i, slot) in times.iter_mut().enumerate() {
-                    for _ in 0..per_round {
-                        let t = Instant::now();
-                        if i == configs.len() {
-                            pageable_copy(dir, dev, host, bytes, stream);
-                        } else {
-                            let s = &mut bufs[i];
-                            match dir {
-                                Direction::HostToDevice => {
-                                    s.upload(dev, &host[..bytes], stream).expect("upload")
-                                }
-                                Direction::DeviceToHost => s
-                                    .download(&mut host[..bytes], dev, stream)
-                                    .expect("download"),
-                            }
-                        }
-                        if round > 0 {
-                            slot.push(t.elapsed().as_secs_f64() * 1e6);
-                        }
+            let mut m = interleave(
+                configs.len() + 1,
+                15,
+                per_round,
+                std::time::Duration::ZERO,
+                |v| {
+                    if v == configs.len() {
+                        pageable_copy(dir, dev, host, bytes, stream);
+                        return;
                     }
-                }
-            }
-            let base = median(times.pop().expect("baseline"));
+                    let s = &mut bufs[v];
+                    match dir {
+                        Direction::HostToDevice => {
+                            s.upload(dev, &host[..bytes], stream).expect("upload")
+                        }
+                        Direction::DeviceToHost => s
+                            .download(&mut host[..bytes], dev, stream)
+                            .expect("download"),
+                    }
+                },
+            );
+            let base = m.pop().expect("baseline");
             let mut line = format!("interleaved {dir:?} {bytes:>9}: pageable-async {base:7.1} |");
-            for (i, t) in times.into_iter().enumerate() {
-                let m = median(t);
-                line.push_str(&format!(" {} {m:.1} ({:.2}x)", configs[i].0, base / m));
+            for (i, us) in m.into_iter().enumerate() {
+                line.push_str(&format!(" {} {us:.1} ({:.2}x)", configs[i].0, base / us));
             }
             println!("{line}");
         }
@@ -555,37 +514,25 @@ fn idle_frames(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
     for &bytes in &[65_536usize, 150_528, 262_144, 1 << 20, 4_915_200] {
         for dir in [Direction::HostToDevice, Direction::DeviceToHost] {
             let n = if dir == Direction::HostToDevice { 4 } else { 2 };
-            let mut times = vec![Vec::with_capacity(40); n];
-            // Variants take turns, so drift in the machine hits them alike.
-            for rep in 0..43 {
-                for (v, slot) in times.iter_mut().enumerate() {
-                    std::thread::sleep(gap);
-                    let t = Instant::now();
-                    match (dir, v) {
-                        (Direction::HostToDevice, 0) => {
-                            staging.upload(dev, &host[..bytes], stream).expect("upload")
-                        }
-                        (Direction::DeviceToHost, 0) => staging
-                            .download(&mut host[..bytes], dev, stream)
-                            .expect("download"),
-                        (_, 1) => pageable_copy(dir, dev, host, bytes, stream),
-                        (_, 2) => staging
-                            .upload_with(dev, bytes, stream, |d: &mut [u8]| {
-                                d.copy_from_slice(&host[..bytes])
-                            })
-                            .expect("upload_with"),
-                        _ => staging
-                            .upload_with(dev, bytes, stream, |d: &mut [u8]| {
-                                cuda_staging::copy_for_dma(d, &host[..bytes]).expect("copy")
-                            })
-                            .expect("upload_with"),
-                    }
-                    if rep >= 3 {
-                        slot.push(t.elapsed().as_secs_f64() * 1e6);
-                    }
+            let m = interleave(n, 40, 1, gap, |v| match (dir, v) {
+                (Direction::HostToDevice, 0) => {
+                    staging.upload(dev, &host[..bytes], stream).expect("upload")
                 }
-            }
-            let m: Vec<f64> = times.into_iter().map(median).collect();
+                (Direction::DeviceToHost, 0) => staging
+                    .download(&mut host[..bytes], dev, stream)
+                    .expect("download"),
+                (_, 1) => pageable_copy(dir, dev, host, bytes, stream),
+                (_, 2) => staging
+                    .upload_with(dev, bytes, stream, |d: &mut [u8]| {
+                        d.copy_from_slice(&host[..bytes])
+                    })
+                    .expect("upload_with"),
+                _ => staging
+                    .upload_with(dev, bytes, stream, |d: &mut [u8]| {
+                        cuda_staging::copy_for_dma(d, &host[..bytes]).expect("copy")
+                    })
+                    .expect("upload_with"),
+            });
             let mut line = format!("idle 2 ms {dir:?} {bytes:>9}:");
             for (v, us) in m.iter().enumerate() {
                 line.push_str(&format!(" {} {us:.1} ({:.2}x)", variants[v], m[1] / us));
@@ -603,32 +550,59 @@ fn pageable_copy(
     bytes: usize,
     stream: &Stream,
 ) {
-    match dir {
-        Direction::HostToDevice => {
-            // SAFETY: both ranges hold `bytes` (callers pass `bytes <= len` of both);
-            // synchronised before either is touched again.
-            unsafe {
-                result::memcpy_htod_async(
-                    dev.as_device_ptr(),
-                    host.as_ptr().cast(),
-                    bytes,
-                    stream.as_raw(),
-                )
+    assert!(bytes <= host.len() && bytes <= dev.len());
+    // SAFETY: both ranges hold `bytes` (checked above) and stay borrowed until the
+    // sync inside; the driver stages pageable memory itself.
+    unsafe { raw_copy(dir, dev.as_device_ptr(), host.as_mut_ptr(), bytes, stream) }
+}
+
+/// One `cuMemcpy{HtoD,DtoH}Async` of `bytes` between `host` and `dptr`, then a sync:
+/// nothing of ours in the way.
+///
+/// # Safety
+/// 1. `host` is readable (H2D) or writable (D2H), and `dptr` device memory of the
+///    stream's context, for `bytes` bytes; nothing else touches either until this
+///    returns.
+unsafe fn raw_copy(dir: Direction, dptr: u64, host: *mut u8, bytes: usize, stream: &Stream) {
+    // SAFETY: condition 1; the copy has landed when `synchronize` returns.
+    unsafe {
+        match dir {
+            Direction::HostToDevice => {
+                result::memcpy_htod_async(dptr, host.cast(), bytes, stream.as_raw())
             }
-            .expect("htod");
-        }
-        Direction::DeviceToHost => {
-            // SAFETY: as above.
-            unsafe {
-                result::memcpy_dtoh_async(
-                    host.as_mut_ptr().cast(),
-                    dev.as_device_ptr(),
-                    bytes,
-                    stream.as_raw(),
-                )
+            Direction::DeviceToHost => {
+                result::memcpy_dtoh_async(host.cast(), dptr, bytes, stream.as_raw())
             }
-            .expect("dtoh");
         }
     }
+    .expect("copy");
     stream.synchronize().expect("sync");
+}
+
+/// Medians (µs) of `variants` alternatives run in turns, `per_round` calls each per
+/// round, so drift in the machine hits them alike. The first round warms up and is
+/// not counted; `pause` is slept, untimed, before every call.
+fn interleave(
+    variants: usize,
+    rounds: usize,
+    per_round: usize,
+    pause: std::time::Duration,
+    mut run: impl FnMut(usize),
+) -> Vec<f64> {
+    let mut times = vec![Vec::with_capacity(rounds * per_round); variants];
+    for round in 0..=rounds {
+        for (v, slot) in times.iter_mut().enumerate() {
+            for _ in 0..per_round {
+                if !pause.is_zero() {
+                    std::thread::sleep(pause);
+                }
+                let t = Instant::now();
+                run(v);
+                if round > 0 {
+                    slot.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+        }
+    }
+    times.into_iter().map(median).collect()
 }

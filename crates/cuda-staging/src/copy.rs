@@ -6,9 +6,8 @@
 //! (one thread, copy plus DMA, `copy_probe stores`, five runs) streaming stores were
 //! never more than 0.1 µs behind from 32 KiB: up to 4 µs ahead from 32 to 150 KiB,
 //! 1.9 to 6.1 µs ahead at 256 and 512 KiB. Under 32 KiB they lost by up to 5.7 µs in
-//! two runs of three
-//! (24 KiB: 15.6-16.2 against 9.9-11.3 µs) and tied in the third, so smaller uploads
-//! use ordinary stores ([`STREAMING_MIN_BYTES`]).
+//! two runs of three (24 KiB: 15.6-16.2 against 9.9-11.3 µs) and tied in the third,
+//! so smaller uploads use ordinary stores ([`STREAMING_MIN_BYTES`]).
 //!
 //! Out of pinned memory (downloads) the copy uses ordinary stores: streaming ones
 //! into the caller's memory measured slower (4.7 MiB: 245 against 203 µs).
@@ -38,13 +37,7 @@ use cuda_core::{Error, Result};
 /// assert!(cuda_staging::copy_for_dma(&mut dst[..10], &src).is_err());
 /// ```
 pub fn copy_for_dma<T: StagingPod>(dst: &mut [T], src: &[T]) -> Result<()> {
-    if dst.len() != src.len() {
-        return Err(Error::LengthMismatch {
-            op: "copy_for_dma",
-            host: src.len(),
-            expected: dst.len(),
-        });
-    }
+    same_lengths("copy_for_dma", dst.len(), src.len())?;
     let bytes = std::mem::size_of_val(src);
     // SAFETY: both slices hold `bytes` bytes; `&mut` and `&` cannot overlap.
     unsafe {
@@ -63,16 +56,21 @@ pub fn copy_for_dma<T: StagingPod>(dst: &mut [T], src: &[T]) -> Result<()> {
 /// API. Lengths that differ are an [`Error::LengthMismatch`]; nothing is copied.
 #[doc(hidden)]
 pub fn copy_streaming(dst: &mut [u8], src: &[u8]) -> Result<()> {
-    if dst.len() != src.len() {
-        return Err(Error::LengthMismatch {
-            op: "copy_streaming",
-            host: src.len(),
-            expected: dst.len(),
-        });
-    }
+    same_lengths("copy_streaming", dst.len(), src.len())?;
     // SAFETY: both slices hold `src.len()` bytes; `&mut` and `&` cannot overlap.
     unsafe { copy(dst.as_mut_ptr(), src.as_ptr(), src.len(), true) };
     Ok(())
+}
+
+fn same_lengths(op: &'static str, dst: usize, src: usize) -> Result<()> {
+    if dst == src {
+        return Ok(());
+    }
+    Err(Error::LengthMismatch {
+        op,
+        host: src,
+        expected: dst,
+    })
 }
 
 /// Uploads (and pipeline chunks) from this size write their pinned bytes with

@@ -267,4 +267,25 @@ fn copy_for_dma_copies_exactly_or_refuses_a_length_mismatch() {
         dst.iter().all(|&x| x == 1),
         "a refused copy changes nothing"
     );
+
+    // The probe's always-streaming variant refuses the same way.
+    let mut dst = vec![1u8; 9000];
+    let e = cuda_staging::copy_streaming(&mut dst, &[7u8; 9001]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                op: "copy_streaming",
+                host: 9001,
+                expected: 9000
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        dst.iter().all(|&x| x == 1),
+        "a refused copy changes nothing"
+    );
+    cuda_staging::copy_streaming(&mut dst, &[7u8; 9000]).expect("same lengths");
+    assert!(dst.iter().all(|&x| x == 7));
 }

@@ -88,6 +88,11 @@ fn local(args: &Args) -> Result<()> {
         return Err(format!("the benches wrote no result under {}", home.display()).into());
     }
     let machine = Machine {
+        host: Machine::host_line(
+            info.host_cpu.as_deref(),
+            info.host_cores,
+            Some(info.device_count),
+        ),
         device_name: info.device_name,
         driver_version: info.driver_version,
         date: info.date,
@@ -172,6 +177,11 @@ fn machine_from(results: &Path) -> Result<Machine> {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(cargo_util::git_commit);
     Ok(Machine {
+        host: Machine::host_line(
+            v["host_cpu"].as_str(),
+            v["host_cores"].as_u64().map(|n| n as usize),
+            v["device_count"].as_u64().map(|n| n as usize),
+        ),
         device_name: field("device_name"),
         driver_version: field("driver_version"),
         date: field("date"),

@@ -33,6 +33,11 @@ pub struct DeviceInfo {
     pub timestamp: String,
     /// The host's CPU model, from /proc/cpuinfo where there is one.
     pub host_cpu: Option<String>,
+    /// The cores this process may run on (`std::thread::available_parallelism`).
+    /// Host-copy rates, and with them the staged columns, depend on the host as much
+    /// as on the GPU.
+    #[serde(default)]
+    pub host_cores: Option<usize>,
 }
 
 impl DeviceInfo {
@@ -86,6 +91,7 @@ pub fn probe() -> Result<DeviceInfo, String> {
         date,
         timestamp,
         host_cpu: host_cpu(),
+        host_cores: std::thread::available_parallelism().ok().map(|n| n.get()),
     })
 }
 

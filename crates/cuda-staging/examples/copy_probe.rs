@@ -7,8 +7,10 @@
 //! the upload lower bound belongs), `stores` (plain
 //! against streaming stores before a DMA), `registered` (DMA from registered memory),
 //! `interleaved` (candidate defaults), `copyout` (copy-out rates, also under a
-//! concurrent DMA), `idle` (2 ms gaps between transfers) and `sweep` (threads
-//! against chunk sizes); none runs them all. Not a benchmark of record (that is
+//! concurrent DMA), `idle` (2 ms gaps between transfers), `sweep` (threads
+//! against chunk sizes), `source` (a 64 MiB pageable source under the bench's
+//! memory pattern) and `membw` (host read and copy rates by size and thread
+//! count); none runs them all. Not a benchmark of record (that is
 //! `cargo xtask bench`): a quick look at the knobs.
 
 use std::time::Instant;
@@ -85,7 +87,153 @@ fn main() {
     if run("sweep") {
         sweep(&stream, &mut dev, &mut host);
     }
+    if run("source") {
+        source_reads(&ctx, &stream);
+    }
+    if run("membw") {
+        memory_rates();
+    }
     let _ = DeviceBuffer::<u8>::free(dev);
+}
+
+/// The bench's memory pattern (a 64 MiB pageable source and a registered 64 MiB
+/// `Vec` held throughout, per size a device buffer, two pinned buffers and a growing
+/// staging buffer): per 8 MiB block of the source, one thread's read rate and where
+/// the block's first page lies in physical memory, then `upload` and the driver's
+/// pageable path. Looks for the slow-source episodes seen at H2D 64 MiB.
+fn source_reads(ctx: &Context, stream: &Stream) {
+    const BLOCK: usize = 8 << 20;
+    let max = 64 << 20;
+    let mut src = vec![0u8; max];
+    src.iter_mut()
+        .enumerate()
+        .for_each(|(i, b)| *b = (i % 249) as u8 + 1);
+    let mut reg_vec = vec![0u8; max];
+    reg_vec
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, b)| *b = (i % 241) as u8 + 1);
+    let _reg = HostRegistration::new(ctx, &mut reg_vec[..]).expect("register");
+    let mut staging = StagingBuffer::new();
+    let pagemap = std::fs::File::open("/proc/self/pagemap").ok();
+    let frame_gib = |addr: usize| -> String {
+        use std::os::unix::fs::FileExt;
+        let mut e = [0u8; 8];
+        match &pagemap {
+            Some(f) if f.read_exact_at(&mut e, (addr / 4096 * 8) as u64).is_ok() => {
+                let pfn = u64::from_le_bytes(e) & ((1 << 55) - 1);
+                format!("{:.1}G", (pfn * 4096) as f64 / (1u64 << 30) as f64)
+            }
+            _ => "?".into(),
+        }
+    };
+    let report = |staging: &mut StagingBuffer,
+                  label: &str,
+                  bytes: usize,
+                  dev: &mut DeviceBuffer<u8>,
+                  src: &mut [u8]| {
+        let reads: Vec<String> = src
+            .chunks_exact(BLOCK)
+            .map(|b| {
+                let t = Instant::now();
+                let sum = b.chunks_exact(8).fold(0u64, |a, w| {
+                    a.wrapping_add(u64::from_ne_bytes(w.try_into().unwrap()))
+                });
+                std::hint::black_box(sum);
+                let gbps = BLOCK as f64 / t.elapsed().as_secs_f64() / 1e9;
+                format!("{gbps:.1}@{}", frame_gib(b.as_ptr() as usize))
+            })
+            .collect();
+        let up = time(7, || {
+            staging.upload(dev, &src[..bytes], stream).expect("upload")
+        });
+        let pg = time(7, || {
+            pageable_copy(Direction::HostToDevice, dev, src, bytes, stream)
+        });
+        let dptr = dev.as_device_ptr();
+        let rg = time(5, || {
+            let mut reg = HostRegistration::new(ctx, &mut src[..bytes]).expect("register");
+            // SAFETY: the registration holds `bytes`; nothing else touches it or the
+            // device buffer until `raw_copy` has synchronised.
+            unsafe {
+                raw_copy(
+                    Direction::HostToDevice,
+                    dptr,
+                    reg.as_mut_ptr(),
+                    bytes,
+                    stream,
+                )
+            }
+        });
+        println!(
+            "source {label} {bytes:>8}: upload {up:.0} us, pageable {pg:.0} us, register+DMA+\
+             unregister {rg:.0} us; 1-thread read GB/s@frame per 8 MiB block: {}",
+            reads.join(" ")
+        );
+    };
+    for bytes in [4usize << 20, 16 << 20, 32 << 20, 64 << 20] {
+        src[..bytes]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = (i % 249) as u8 + 1);
+        let mut dev = DeviceBuffer::<u8>::alloc(bytes).expect("device");
+        let mut p1 = PinnedBuffer::<u8>::alloc(bytes).expect("pinned");
+        let mut p2 = PinnedBuffer::<u8>::alloc(bytes).expect("pinned");
+        p1.fill(3);
+        p2.fill(4);
+        staging
+            .upload(&mut dev, &src[..bytes], stream)
+            .expect("warm-up");
+        report(&mut staging, "fresh", bytes, &mut dev, &mut src);
+        if bytes == max {
+            for _ in 0..3 {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                report(&mut staging, "later", bytes, &mut dev, &mut src);
+            }
+        }
+    }
+}
+
+/// Host memory rates (GB/s) by buffer size and thread count: reading (a sum),
+/// copying with streaming stores and copying with `copy_from_slice`. Buffers far
+/// larger than the L3 show what the cores get from DRAM.
+fn memory_rates() {
+    let max = 1usize << 30;
+    let src: Vec<u8> = (0..max).map(|i| (i % 247) as u8).collect();
+    let mut dst = vec![1u8; max];
+    for bytes in [16usize << 20, 64 << 20, 256 << 20, 1 << 30] {
+        for threads in [1usize, 4, 8, 16] {
+            let part = bytes / threads;
+            let mut rates = [0.0f64; 3];
+            for (kind, rate) in rates.iter_mut().enumerate() {
+                let us = time(5, || {
+                    std::thread::scope(|s| {
+                        for (d, r) in dst[..bytes].chunks_mut(part).zip(src[..bytes].chunks(part)) {
+                            s.spawn(move || match kind {
+                                0 => {
+                                    let sum = r.chunks_exact(8).fold(0u64, |a, w| {
+                                        a.wrapping_add(u64::from_ne_bytes(w.try_into().unwrap()))
+                                    });
+                                    std::hint::black_box(sum);
+                                }
+                                1 => cuda_staging::copy_streaming(d, r).expect("copy"),
+                                _ => d.copy_from_slice(r),
+                            });
+                        }
+                    })
+                });
+                *rate = bytes as f64 / us / 1e3;
+            }
+            println!(
+                "membw {:>5} MiB {threads:>2} threads: read {:.1} GB/s, streaming copy {:.1} \
+                 GB/s, copy_from_slice {:.1} GB/s",
+                bytes >> 20,
+                rates[0],
+                rates[1],
+                rates[2]
+            );
+        }
+    }
 }
 
 /// Copy threads against pipeline chunk sizes, per direction and size.

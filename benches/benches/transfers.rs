@@ -160,11 +160,12 @@ fn run(c: &mut Criterion, settings: &BenchSettings, gpu: &Gpu, cudarc: Option<&C
     };
 
     for &bytes in &settings.sizes {
-        // Rewrite the pageable source before each size, as a producer would. (In
-        // three of five full runs on the H200 host every column reading the source
-        // at 64 MiB ran at 3 to 9 GB/s, copy-in 7.6 to 12 ms against 1.7 ms in the
-        // other two and in a filtered run; rewriting it here did not prevent that.
-        // The cause is not known.)
+        // Rewrite the pageable source before each size, as a producer would. Large
+        // pageable sources depend on the host, not only the GPU: on a two-GPU H200
+        // host (32 cores) `copy_probe source` put `upload` and the driver's pageable
+        // path alike at 8 to 14 ms for 64 MiB in every run, where the single-GPU
+        // H200 host (16 cores) took 1.5 to 1.9 ms, though 16 threads read DRAM at
+        // 70 to 85 GB/s on both (`copy_probe membw`). The tables name their host.
         fill_pattern(&mut host.pageable[..bytes], SEED_PAGEABLE);
         let mut fx = SizeFixture::new(gpu, cudarc, bytes, &host.pageable[..bytes]);
         warm_up_staging(gpu, &mut host, &mut fx);

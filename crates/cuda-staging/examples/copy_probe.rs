@@ -409,7 +409,9 @@ fn registered_dma(ctx: &Context, stream: &Stream, dev: &mut DeviceBuffer<u8>) {
     let mut v: Vec<u8> = (0..max + 4096).map(|i| (i % 253) as u8).collect();
     let mut reg = HostRegistration::new(ctx, &mut v[..]).expect("register");
     let mut staging = StagingBuffer::new();
-    for &bytes in &[65_536usize, 131_072, 150_528, 196_608, 262_144] {
+    for &bytes in &[
+        4_096usize, 16_384, 32_768, 65_536, 131_072, 150_528, 196_608, 262_144,
+    ] {
         for dir in [Direction::HostToDevice, Direction::DeviceToHost] {
             let dptr = dev.as_device_ptr();
             let m = interleave(3, 30, 20, std::time::Duration::ZERO, |v| match v {

@@ -10,7 +10,8 @@
 //! concurrent DMA), `idle` (2 ms gaps between transfers), `sweep` (threads
 //! against chunk sizes), `source` (a 64 MiB pageable source under the bench's
 //! memory pattern) and `membw` (host read and copy rates by size and thread
-//! count); none runs them all. Not a benchmark of record (that is
+//! count) and `chunks` (pipeline chunk sizes at the default thread count); none
+//! runs them all. Not a benchmark of record (that is
 //! `cargo xtask bench`): a quick look at the knobs.
 
 use std::time::Instant;
@@ -92,6 +93,9 @@ fn main() {
     }
     if run("membw") {
         memory_rates();
+    }
+    if run("chunks") {
+        chunk_choices(&stream, &mut dev, &mut host);
     }
     let _ = DeviceBuffer::<u8>::free(dev);
 }
@@ -194,6 +198,49 @@ fn source_reads(ctx: &Context, stream: &Stream) {
     }
 }
 
+/// Pipeline chunk sizes at the default thread count, interleaved, for the sizes
+/// where downloads are copy-bound; `t16` is the automatic chunk on 16 threads.
+fn chunk_choices(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
+    let chunks = [
+        0usize,
+        256 << 10,
+        384 << 10,
+        512 << 10,
+        768 << 10,
+        1 << 20,
+        1280 << 10,
+    ];
+    for dir in [Direction::DeviceToHost, Direction::HostToDevice] {
+        for &bytes in &[2usize << 20, 4 << 20, 4_915_200, 8 << 20] {
+            let mut bufs: Vec<StagingBuffer> = chunks
+                .iter()
+                .map(|&c| {
+                    let mut s = StagingBuffer::new();
+                    s.set_pipeline_chunk_bytes(c);
+                    s
+                })
+                .collect();
+            let mut wide = StagingBuffer::new();
+            wide.set_copy_threads(16);
+            bufs.push(wide);
+            let (base, m) = against_pageable(&mut bufs, dir, dev, host, bytes, stream, 20, 4);
+            let mut line = format!(
+                "chunks {dir:?} {bytes:>8} (t{}): pageable-async {base:.1} |",
+                bufs[0].copy_threads()
+            );
+            for (i, us) in m.into_iter().enumerate() {
+                let name = match chunks.get(i) {
+                    Some(0) => "auto".to_string(),
+                    Some(c) => format!("{}K", c >> 10),
+                    None => "t16-auto".to_string(),
+                };
+                line.push_str(&format!(" {name} {us:.1} ({:.2}x)", base / us));
+            }
+            println!("{line}");
+        }
+    }
+}
+
 /// Host memory rates (GB/s) by buffer size and thread count: reading (a sum),
 /// copying with streaming stores and copying with `copy_from_slice`. Buffers far
 /// larger than the L3 show what the cores get from DRAM.
@@ -291,13 +338,8 @@ fn sweep(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
                     s.set_copy_threads(t);
                     s.set_pipeline_chunk_bytes(c);
                     s.set_stage_min_bytes(Direction::HostToDevice, 0);
-                    let us = time(reps, || match dir {
-                        Direction::HostToDevice => {
-                            s.upload(dev, &host[..bytes], stream).expect("upload")
-                        }
-                        Direction::DeviceToHost => s
-                            .download(&mut host[..bytes], dev, stream)
-                            .expect("download"),
+                    let us = time(reps, || {
+                        convenience_copy(&mut s, dir, dev, host, bytes, stream)
                     });
                     line.push_str(&format!(" t{t}/c{}K {us:.1}", c >> 10));
                 }
@@ -530,28 +572,8 @@ fn interleaved(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
                 })
                 .collect();
             let per_round = if bytes >= 4 << 20 { 4 } else { 20 };
-            let mut m = interleave(
-                configs.len() + 1,
-                15,
-                per_round,
-                std::time::Duration::ZERO,
-                |v| {
-                    if v == configs.len() {
-                        pageable_copy(dir, dev, host, bytes, stream);
-                        return;
-                    }
-                    let s = &mut bufs[v];
-                    match dir {
-                        Direction::HostToDevice => {
-                            s.upload(dev, &host[..bytes], stream).expect("upload")
-                        }
-                        Direction::DeviceToHost => s
-                            .download(&mut host[..bytes], dev, stream)
-                            .expect("download"),
-                    }
-                },
-            );
-            let base = m.pop().expect("baseline");
+            let (base, m) =
+                against_pageable(&mut bufs, dir, dev, host, bytes, stream, 15, per_round);
             let mut line = format!("interleaved {dir:?} {bytes:>9}: pageable-async {base:7.1} |");
             for (i, us) in m.into_iter().enumerate() {
                 line.push_str(&format!(" {} {us:.1} ({:.2}x)", configs[i].0, base / us));
@@ -690,6 +712,48 @@ fn idle_frames(stream: &Stream, dev: &mut DeviceBuffer<u8>, host: &mut [u8]) {
             println!("{line}");
         }
     }
+}
+
+/// One `upload` or `download` of `bytes` through `s`.
+fn convenience_copy(
+    s: &mut StagingBuffer,
+    dir: Direction,
+    dev: &mut DeviceBuffer<u8>,
+    host: &mut [u8],
+    bytes: usize,
+    stream: &Stream,
+) {
+    match dir {
+        Direction::HostToDevice => s.upload(dev, &host[..bytes], stream).expect("upload"),
+        Direction::DeviceToHost => s
+            .download(&mut host[..bytes], dev, stream)
+            .expect("download"),
+    }
+}
+
+/// Medians (µs) of the driver's pageable path and of each buffer's `upload` or
+/// `download`, all run in turns by [`interleave`].
+#[allow(clippy::too_many_arguments)]
+fn against_pageable(
+    bufs: &mut [StagingBuffer],
+    dir: Direction,
+    dev: &mut DeviceBuffer<u8>,
+    host: &mut [u8],
+    bytes: usize,
+    stream: &Stream,
+    rounds: usize,
+    per_round: usize,
+) -> (f64, Vec<f64>) {
+    let n = bufs.len();
+    let mut m = interleave(n + 1, rounds, per_round, std::time::Duration::ZERO, |v| {
+        if v == n {
+            pageable_copy(dir, dev, host, bytes, stream);
+        } else {
+            convenience_copy(&mut bufs[v], dir, dev, host, bytes, stream);
+        }
+    });
+    let base = m.pop().expect("baseline");
+    (base, m)
 }
 
 /// The driver's pageable path, async on `stream` then a sync: the baseline.

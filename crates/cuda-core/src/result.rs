@@ -340,6 +340,9 @@ pub struct PageLockedBlock {
 }
 
 impl PageLockedBlock {
+    /// Page-locked, but the driver reported no range.
+    pub const UNKNOWN_EXTENT: PageLockedBlock = PageLockedBlock { start: 0, size: 0 };
+
     /// Whether the block is known and holds all of `[p, p + bytes)`.
     pub fn holds(&self, p: usize, bytes: usize) -> bool {
         let (Some(end), Some(block_end)) =
@@ -389,7 +392,7 @@ pub fn page_locked_block(p: *const c_void) -> Option<PageLockedBlock> {
     if rc != cuda_sys::CUDA_SUCCESS {
         // A driver that refuses one of the four attributes: ask for the memory type
         // alone, and report no extent.
-        return memory_type_is_host(d, p).then_some(PageLockedBlock { start: 0, size: 0 });
+        return memory_type_is_host(d, p).then_some(PageLockedBlock::UNKNOWN_EXTENT);
     }
     if kind != cuda_sys::CU_MEMORYTYPE_HOST || managed != 0 {
         return None;
@@ -402,7 +405,7 @@ pub fn page_locked_block(p: *const c_void) -> Option<PageLockedBlock> {
     Some(if block.holds(p as usize, 1) {
         block
     } else {
-        PageLockedBlock { start: 0, size: 0 }
+        PageLockedBlock::UNKNOWN_EXTENT
     })
 }
 

@@ -353,9 +353,10 @@ fn a_page_locked_block_holds_only_ranges_inside_it() {
     assert!(!b.holds(0x0fff, 2), "one byte before the start");
     assert!(!b.holds(0x3000, 1), "just after");
     assert!(!b.holds(usize::MAX, 2), "an end that overflows");
-    let unknown = PageLockedBlock { start: 0, size: 0 };
+    let unknown = PageLockedBlock::UNKNOWN_EXTENT;
+    assert_eq!((unknown.start, unknown.size), (0, 0));
     assert!(
-        !unknown.holds(0, 0),
+        !unknown.holds(0, 0) && !unknown.holds(0x1000, 1),
         "a block of unknown extent holds nothing"
     );
     let top = PageLockedBlock {

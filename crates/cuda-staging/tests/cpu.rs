@@ -236,6 +236,26 @@ fn buffer_moves_to_another_thread() {
     assert_eq!(s.auto_stage_max_bytes(), 42);
 }
 
+/// `e` is `op`'s length mismatch (`host` source elements for `expected` destination
+/// ones) and the destination still holds its 1s.
+fn assert_refused<T: PartialEq + From<u8> + Copy>(
+    e: Error,
+    op: &str,
+    host: usize,
+    expected: usize,
+    dst: &[T],
+) {
+    assert!(
+        matches!(e, Error::LengthMismatch { op: o, host: h, expected: x }
+            if o == op && h == host && x == expected),
+        "{e:?}"
+    );
+    assert!(
+        dst.iter().all(|&x| x == T::from(1)),
+        "a refused copy changes nothing"
+    );
+}
+
 #[test]
 fn copy_for_dma_copies_exactly_or_refuses_a_length_mismatch() {
     // Sizes either side of the 4 KiB (per copy) and 32 KiB (per transfer) streaming
@@ -249,43 +269,14 @@ fn copy_for_dma_copies_exactly_or_refuses_a_length_mismatch() {
         assert_eq!(&dst[1..n + 1], &src[1..], "{n} elements");
         assert_eq!((dst[0], dst[n + 1]), (0, 0), "{n}: wrote outside the slice");
     }
-    let src = vec![9u16; 100];
     let mut dst = vec![1u16; 99];
-    let e = cuda_staging::copy_for_dma(&mut dst, &src).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::LengthMismatch {
-                op: "copy_for_dma",
-                host: 100,
-                expected: 99
-            }
-        ),
-        "{e:?}"
-    );
-    assert!(
-        dst.iter().all(|&x| x == 1),
-        "a refused copy changes nothing"
-    );
+    let e = cuda_staging::copy_for_dma(&mut dst, &[9u16; 100]).unwrap_err();
+    assert_refused(e, "copy_for_dma", 100, 99, &dst);
 
     // The probe's always-streaming variant refuses the same way.
     let mut dst = vec![1u8; 9000];
     let e = cuda_staging::copy_streaming(&mut dst, &[7u8; 9001]).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::LengthMismatch {
-                op: "copy_streaming",
-                host: 9001,
-                expected: 9000
-            }
-        ),
-        "{e:?}"
-    );
-    assert!(
-        dst.iter().all(|&x| x == 1),
-        "a refused copy changes nothing"
-    );
+    assert_refused(e, "copy_streaming", 9001, 9000, &dst);
     cuda_staging::copy_streaming(&mut dst, &[7u8; 9000]).expect("same lengths");
     assert!(dst.iter().all(|&x| x == 7));
 }

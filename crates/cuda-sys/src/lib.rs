@@ -229,8 +229,6 @@ driver_api! {
     fn cuMemHostRegister = "cuMemHostRegister_v2"(p: *mut c_void, bytes: usize, flags: c_uint);
     /// `cuMemHostUnregister`
     fn cuMemHostUnregister = "cuMemHostUnregister"(p: *mut c_void);
-    /// `cuMemHostGetFlags`
-    fn cuMemHostGetFlags = "cuMemHostGetFlags"(flags: *mut c_uint, p: *mut c_void);
     /// `cuPointerGetAttribute`
     fn cuPointerGetAttribute = "cuPointerGetAttribute"(data: *mut c_void, attribute: c_int, ptr: CUdeviceptr);
     /// `cuPointerGetAttributes`

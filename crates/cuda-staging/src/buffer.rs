@@ -21,10 +21,12 @@ pub const PIPELINE_WINDOW_BYTES: usize = 8 << 20;
 /// Default lower routing bounds, [upload, download]: below them `upload` /
 /// `download` hand the copy to the driver. For uploads under 32 KiB the driver's
 /// pageable path is as fast as a DMA from pinned memory, so a host copy can only
-/// add to it (our H200, `copy_probe small`, interleaved: 16 KiB 9.87 µs pageable,
-/// 9.80 raw pinned, 9.8-10.0 copy plus DMA at best); from 32 KiB staging wins
-/// (32 KiB: 10.1-11.4 against 10.7-12.1 µs; 48 KiB: 11.4-12.8 against 14.0-14.9).
-/// Downloads gain from staging at every size.
+/// add to it (32-core H200 host, `copy_probe small`, interleaved: 16 KiB 9.87 µs
+/// pageable, 9.80 raw pinned, 9.8-10.0 copy plus DMA at best); from 32 KiB staging
+/// wins (32 KiB: 10.1-11.4 against 10.7-12.1 µs; 48 KiB: 11.4-12.8 against
+/// 14.0-14.9). The 16-core single-GPU H200 host agrees: staging 0.92-0.97x the
+/// driver from 4 to 24 KiB, 1.02-1.06x at 32 KiB. Downloads gain from staging at
+/// every size.
 pub const DEFAULT_STAGE_MIN_BYTES: [usize; 2] = [32 << 10, 0];
 
 /// Per direction (H2D, D2H): with the automatic chunk, transfers up to
@@ -34,8 +36,8 @@ const PIPELINE_MIN_BYTES: [usize; 2] = [1 << 20, 256 << 10];
 /// Below this, the host copy runs on the calling thread alone.
 const PARALLEL_MIN_BYTES: usize = 64 << 10;
 /// Downloads from this size copy out on at most [`LARGE_DOWNLOAD_THREADS`] threads.
-/// Their copy-out reads memory rather than cache, and on our H200 host more threads
-/// then slowed the DMA they compete with: 8 MiB took 254 µs on 8 threads and 276 µs
+/// Their copy-out reads memory rather than cache, and on the 32-core H200 host more
+/// threads then slowed the DMA they compete with: 8 MiB took 254 µs on 8 threads and 276 µs
 /// on 16, 16 MiB 522 µs and 631 µs (`copy_probe`, interleaved runs).
 const LARGE_DOWNLOAD_BYTES: usize = 8 << 20;
 /// See [`LARGE_DOWNLOAD_BYTES`].
@@ -249,8 +251,8 @@ impl StagingBuffer {
     /// `1` keeps every copy on the calling thread and stops the pool's workers. The
     /// workers start at the first copy that uses them, not per transfer. Downloads of
     /// 8 MiB and more copy out on at most 8 of them: their copy-out reads memory
-    /// rather than cache, and more threads slowed the DMA they compete with on our
-    /// H200 host (16 MiB: 631 µs on 16 threads, 522 µs on 8).
+    /// rather than cache, and more threads slowed the DMA they compete with on the
+    /// 32-core H200 host (16 MiB: 631 µs on 16 threads, 522 µs on 8).
     pub fn set_copy_threads(&mut self, threads: usize) {
         let threads = threads.clamp(1, MAX_COPY_THREADS);
         if threads != self.copy_threads {
@@ -530,8 +532,8 @@ impl StagingBuffer {
     // ---- internals ----
 
     /// Which way a convenience transfer of `bytes` to or from `host` goes. Below the
-    /// lower bound the page-lock query (one driver call, 0.05 to 0.16 µs on our H200
-    /// host) is skipped: the driver's path is as fast for page-locked memory as for
+    /// lower bound the page-lock query (one driver call, 0.05 to 0.16 µs on the
+    /// 32-core H200 host) is skipped: the driver's path is as fast for page-locked memory as for
     /// pageable there. For a direct DMA the driver must report one page-locked block
     /// holding the whole host range (or, where it reports no extent, both ends must
     /// be page-locked).
@@ -803,7 +805,7 @@ impl Plan {
     }
 }
 
-/// The automatic pipeline chunk, from the copy_probe sweeps on our H200 host
+/// The automatic pipeline chunk, from the copy_probe sweeps on the 32-core H200 host
 /// (copy threads 1 to 16, chunks 64 KiB to 2 MiB). Uploads pipeline from 1 MiB and do
 /// best with about four chunks (4.7 MiB: 130 µs at 1.25 MiB chunks, 156–166 µs at
 /// 256 KiB). Downloads pipeline from 256 KiB with smaller chunks, because the host
@@ -911,7 +913,7 @@ fn internal(what: &str) -> Error {
 
 /// The copy-thread default: half the cores, at least 1, at most 16.
 ///
-/// On our H200 host (32 cores) 16 threads against 8 took downloads of 512 KiB to
+/// On the 32-core H200 host 16 threads against 8 took downloads of 512 KiB to
 /// 4.7 MiB from 29.4 to 26.7 µs, 88.4 to 73.3 µs and 193 to 170 µs (512 KiB, 2 MiB,
 /// 4.7 MiB), and left uploads within 4%; `copy_probe`'s interleaved runs.
 pub fn default_copy_threads() -> usize {

@@ -2,7 +2,7 @@
 //!
 //! Into pinned memory that the DMA engine reads next, uploads of 32 KiB and more use
 //! non-temporal (streaming) stores: bytes written with ordinary stores sit dirty in
-//! the CPU caches and the following DMA pays for snooping them. On our H200 host
+//! the CPU caches and the following DMA pays for snooping them. On the 32-core H200 host
 //! (one thread, copy plus DMA, `copy_probe stores`, five runs) streaming stores were
 //! never more than 0.1 µs behind from 32 KiB: up to 4 µs ahead from 32 to 150 KiB,
 //! 1.9 to 6.1 µs ahead at 256 and 512 KiB. Under 32 KiB they lost by up to 5.7 µs in

@@ -50,7 +50,9 @@ impl Drop for Inner {
                 }
             });
             // SAFETY: balances the retain in `Context::new`; nothing else uses it.
-            let _ = unsafe { result::primary_ctx_release(self.device) };
+            if let Err(e) = unsafe { result::primary_ctx_release(self.device) } {
+                crate::deferred::record("cuDevicePrimaryCtxRelease", e);
+            }
         }
     }
 }
@@ -185,8 +187,9 @@ impl Context {
         // SAFETY: condition 1 makes `raw` live; popped just below.
         unsafe { result::ctx_push_current(raw) }?;
         let device = result::ctx_get_device();
-        let _ = result::ctx_pop_current();
+        let popped = result::ctx_pop_current();
         let device = device?;
+        popped?;
         Ok(Context {
             inner: Arc::new(Inner {
                 raw,
@@ -295,7 +298,9 @@ pub struct ContextGuard<'a> {
 impl Drop for ContextGuard<'_> {
     fn drop(&mut self) {
         if self.pushed {
-            let _ = result::ctx_pop_current();
+            if let Err(e) = result::ctx_pop_current() {
+                crate::deferred::record("cuCtxPopCurrent", e);
+            }
         }
     }
 }

@@ -1,31 +1,42 @@
-//! [`DeviceBuffer`]: a typed allocation in device memory.
+//! [`DeviceBuffer`]: a typed allocation in device memory, and its views
+//! [`DeviceView`] / [`DeviceViewMut`].
 
 use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::RangeBounds;
 
 use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::{byte_len, result};
+use crate::memory::{checked_range, sealed, DeviceAccess, DeviceSlice, DeviceSliceMut};
+use crate::tracking::Tracker;
+use crate::{byte_len, deferred, result};
 
 /// `len` elements of `T` in device memory, freed on drop.
 ///
 /// Zero-length buffers allocate nothing and have a null device pointer.
+///
+/// Copies queued on a [`Stream`](crate::Stream) are tracked: the synchronous copies
+/// ([`copy_from_host`](DeviceBuffer::copy_from_host),
+/// [`copy_to_host`](DeviceBuffer::copy_to_host)) and `Drop` first wait for queued
+/// work that uses the buffer, so nothing reads or frees it while a queued copy runs.
 pub struct DeviceBuffer<T: Pod> {
     ptr: CUdeviceptr,
     len: usize,
     ctx: Context,
     owned: bool,
+    tracker: Tracker,
     _marker: PhantomData<T>,
 }
 
 // SAFETY: device memory is reachable from any thread through the driver; the buffer
-// owns it like a Box owns its heap memory.
+// owns it like a Box owns its heap memory; the tracker is thread-safe.
 unsafe impl<T: Pod + Send> Send for DeviceBuffer<T> {}
-// SAFETY: `&DeviceBuffer` only allows reads (copy_to_host) of device memory.
+// SAFETY: `&DeviceBuffer` only allows reads of device memory (copy_to_host, queued
+// copies from it), each ordered against queued writes by the tracker.
 unsafe impl<T: Pod + Sync> Sync for DeviceBuffer<T> {}
 
 impl<T: Pod> DeviceBuffer<T> {
@@ -58,6 +69,7 @@ impl<T: Pod> DeviceBuffer<T> {
             len,
             ctx,
             owned: true,
+            tracker: Tracker::new(),
             _marker: PhantomData,
         })
     }
@@ -95,6 +107,7 @@ impl<T: Pod> DeviceBuffer<T> {
             len,
             ctx: ctx.clone(),
             owned: false,
+            tracker: Tracker::new(),
             _marker: PhantomData,
         })
     }
@@ -115,7 +128,8 @@ impl<T: Pod> DeviceBuffer<T> {
     }
 
     /// The raw device pointer, for handing to other CUDA libraries. Valid while
-    /// `self` is.
+    /// `self` is. Work you queue on it yourself is not tracked: synchronise before
+    /// the buffer is dropped.
     pub fn as_device_ptr(&self) -> CUdeviceptr {
         self.ptr
     }
@@ -125,9 +139,58 @@ impl<T: Pod> DeviceBuffer<T> {
         &self.ctx
     }
 
+    /// A read-only view of elements `range`, for queued copies from part of the
+    /// buffer. [`Error::OutOfRange`] when `range` does not fit.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
+        let r = checked_range("DeviceBuffer::slice", range, self.len)?;
+        Ok(DeviceView {
+            ptr: elem_ptr::<T>(self.ptr, r.start),
+            len: r.len(),
+            ctx: &self.ctx,
+            tracker: &self.tracker,
+            _marker: PhantomData,
+        })
+    }
+
+    /// A writable view of elements `range`, for queued copies into part of the
+    /// buffer. [`Error::OutOfRange`] when `range` does not fit.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
+        let r = checked_range("DeviceBuffer::slice_mut", range, self.len)?;
+        Ok(DeviceViewMut {
+            ptr: elem_ptr::<T>(self.ptr, r.start),
+            len: r.len(),
+            ctx: &self.ctx,
+            tracker: &self.tracker,
+            _marker: PhantomData,
+        })
+    }
+
+    /// The whole buffer as bytes, read-only (the same memory and record of queued
+    /// work), for copies that cut it at byte offsets.
+    pub fn as_bytes(&self) -> DeviceView<'_, u8> {
+        DeviceView {
+            ptr: self.ptr,
+            len: self.byte_len(),
+            ctx: &self.ctx,
+            tracker: &self.tracker,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The whole buffer as bytes, writable. Any bytes make valid elements (`T: Pod`).
+    pub fn as_bytes_mut(&mut self) -> DeviceViewMut<'_, u8> {
+        DeviceViewMut {
+            ptr: self.ptr,
+            len: self.byte_len(),
+            ctx: &self.ctx,
+            tracker: &self.tracker,
+            _marker: PhantomData,
+        }
+    }
+
     /// Copies all of `src` to the device through the driver's pageable path
     /// (`cuMemcpyHtoD`), returning once it has landed. `src.len()` must equal
-    /// `self.len()`.
+    /// `self.len()`. Waits first for queued work that uses the buffer.
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         if src.len() != self.len {
             return Err(Error::LengthMismatch {
@@ -139,6 +202,8 @@ impl<T: Pod> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
+        // The legacy default stream does not wait for our non-blocking streams.
+        self.tracker.wait_host(true)?;
         let _g = self.ctx.enter()?;
         // SAFETY: the device allocation and `src` both hold `byte_len` bytes; the copy
         // has read `src` when it returns.
@@ -149,8 +214,8 @@ impl<T: Pod> DeviceBuffer<T> {
         unsafe { result::stream_synchronize(std::ptr::null_mut()) }
     }
 
-    /// Copies the whole buffer into `dst`, synchronously (`cuMemcpyDtoH`).
-    /// `dst.len()` must equal `self.len()`.
+    /// Copies the whole buffer into `dst`, synchronously (`cuMemcpyDtoH`), after
+    /// queued work that writes the buffer. `dst.len()` must equal `self.len()`.
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         if dst.len() != self.len {
             return Err(Error::LengthMismatch {
@@ -162,33 +227,50 @@ impl<T: Pod> DeviceBuffer<T> {
         if self.len == 0 {
             return Ok(());
         }
+        self.tracker.wait_host(false)?;
         let _g = self.ctx.enter()?;
         // SAFETY: both sides hold `byte_len` bytes; any bit pattern is a valid `T`
         // (Pod); the copy is synchronous.
         unsafe { result::memcpy_dtoh(dst.as_mut_ptr().cast::<c_void>(), self.ptr, self.byte_len()) }
     }
 
+    /// Waits for every queued operation that uses the buffer.
+    pub fn wait(&self) -> Result<()> {
+        self.tracker.wait_host(true)
+    }
+
     /// Frees the memory now and reports the driver's answer, which `Drop` cannot.
     pub fn free(mut self) -> Result<()> {
         let r = self.release();
-        std::mem::forget(self);
+        // `release` cleared the pointer: dropping frees nothing more, and releases the
+        // context handle.
+        drop(self);
         r
     }
 
     fn release(&mut self) -> Result<()> {
+        let waited = self.tracker.wait_host(true);
         if !self.owned || self.ptr == 0 {
-            return Ok(());
+            return waited;
         }
         let _g = self.ctx.enter()?;
         let ptr = std::mem::replace(&mut self.ptr, 0);
-        // SAFETY: we allocated `ptr` and cleared our copy of it.
-        unsafe { result::mem_free(ptr) }
+        // SAFETY: we allocated `ptr` and cleared our copy of it; queued work that used
+        // it is complete (waited above; after a failed wait the stream's work is over).
+        unsafe { result::mem_free(ptr) }.and(waited)
     }
+}
+
+/// The device address of element `i` (in range: checked by the caller).
+fn elem_ptr<T>(base: CUdeviceptr, i: usize) -> CUdeviceptr {
+    base + (i * std::mem::size_of::<T>()) as CUdeviceptr
 }
 
 impl<T: Pod> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
-        let _ = self.release();
+        if let Err(e) = self.release() {
+            deferred::record("DeviceBuffer drop (wait, cuMemFree)", e);
+        }
     }
 }
 
@@ -201,3 +283,153 @@ impl<T: Pod> fmt::Debug for DeviceBuffer<T> {
             .finish()
     }
 }
+
+/// Part of a [`DeviceBuffer`], read-only: the source of queued copies.
+pub struct DeviceView<'a, T: Pod> {
+    ptr: CUdeviceptr,
+    len: usize,
+    ctx: &'a Context,
+    tracker: &'a Tracker,
+    _marker: PhantomData<&'a [T]>,
+}
+
+/// Part of a [`DeviceBuffer`], writable: the destination of queued copies.
+pub struct DeviceViewMut<'a, T: Pod> {
+    ptr: CUdeviceptr,
+    len: usize,
+    ctx: &'a Context,
+    tracker: &'a Tracker,
+    _marker: PhantomData<&'a mut [T]>,
+}
+
+macro_rules! device_view_common {
+    ($ty:ident) => {
+        impl<'a, T: Pod> $ty<'a, T> {
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            /// Whether it holds no element.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// The device address of its first element.
+            pub fn as_device_ptr(&self) -> CUdeviceptr {
+                self.ptr
+            }
+
+            /// The context the memory lives in.
+            pub fn context(&self) -> &Context {
+                self.ctx
+            }
+
+            /// A read-only view of elements `range` of this view.
+            pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
+                self.view(range)
+            }
+
+            fn view(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
+                let r = checked_range(concat!(stringify!($ty), "::slice"), range, self.len)?;
+                Ok(DeviceView {
+                    ptr: elem_ptr::<T>(self.ptr, r.start),
+                    len: r.len(),
+                    ctx: self.ctx,
+                    tracker: self.tracker,
+                    _marker: PhantomData,
+                })
+            }
+        }
+
+        impl<T: Pod> sealed::Sealed for $ty<'_, T> {}
+
+        impl<T: Pod> DeviceSlice<T> for $ty<'_, T> {
+            fn len(&self) -> usize {
+                self.len
+            }
+            fn device_access(&self) -> DeviceAccess<'_> {
+                DeviceAccess {
+                    ptr: self.ptr,
+                    ctx: self.ctx,
+                    tracker: self.tracker,
+                }
+            }
+        }
+
+        impl<T: Pod> fmt::Debug for $ty<'_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field("ptr", &format_args!("{:#x}", self.ptr))
+                    .field("len", &self.len)
+                    .finish()
+            }
+        }
+    };
+}
+
+device_view_common!(DeviceView);
+device_view_common!(DeviceViewMut);
+
+impl<'a, T: Pod> DeviceView<'a, T> {
+    /// The same as [`DeviceView::slice`], for as long as the buffer is borrowed
+    /// rather than this view.
+    pub fn subview(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
+        self.view(range)
+    }
+}
+
+impl<'a, T: Pod> DeviceViewMut<'a, T> {
+    /// Elements `range` of this view, writable, taking the view's place.
+    pub fn into_slice_mut(self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'a, T>> {
+        let r = checked_range("DeviceViewMut::into_slice_mut", range, self.len)?;
+        Ok(DeviceViewMut {
+            ptr: elem_ptr::<T>(self.ptr, r.start),
+            len: r.len(),
+            ctx: self.ctx,
+            tracker: self.tracker,
+            _marker: PhantomData,
+        })
+    }
+
+    /// A writable view of elements `range` of this view.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
+        let r = checked_range("DeviceViewMut::slice_mut", range, self.len)?;
+        Ok(DeviceViewMut {
+            ptr: elem_ptr::<T>(self.ptr, r.start),
+            len: r.len(),
+            ctx: self.ctx,
+            tracker: self.tracker,
+            _marker: PhantomData,
+        })
+    }
+}
+
+// SAFETY: a view is a borrow of a `DeviceBuffer`: shared views allow reads only,
+// a mutable view is exclusive, as for `&[T]` / `&mut [T]`.
+unsafe impl<T: Pod + Sync> Send for DeviceView<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Pod + Sync> Sync for DeviceView<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Pod + Send> Send for DeviceViewMut<'_, T> {}
+// SAFETY: as above; `&DeviceViewMut` allows reads only.
+unsafe impl<T: Pod + Sync> Sync for DeviceViewMut<'_, T> {}
+
+impl<T: Pod> DeviceSliceMut<T> for DeviceViewMut<'_, T> {}
+
+impl<T: Pod> sealed::Sealed for DeviceBuffer<T> {}
+
+impl<T: Pod> DeviceSlice<T> for DeviceBuffer<T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn device_access(&self) -> DeviceAccess<'_> {
+        DeviceAccess {
+            ptr: self.ptr,
+            ctx: &self.ctx,
+            tracker: &self.tracker,
+        }
+    }
+}
+
+impl<T: Pod> DeviceSliceMut<T> for DeviceBuffer<T> {}

@@ -14,15 +14,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The driver library could not be opened.
-    #[error(
-        "CUDA driver library `{library}` not found (is the NVIDIA driver installed?): {reason}"
-    )]
+    /// The driver library could not be opened (the loader's error is the source).
+    #[error("CUDA driver library `{library}` not found (is the NVIDIA driver installed?)")]
     DriverNotFound {
-        /// The library name searched.
+        /// The library name searched first (or the one asked for explicitly).
         library: String,
-        /// The system loader's message.
-        reason: String,
+        /// What the loader said, with every name tried.
+        #[source]
+        source: LoadError,
     },
     /// The driver library lacks an entry point this workspace needs.
     #[error("CUDA driver library `{library}` lacks `{symbol}` (driver too old)")]
@@ -31,6 +30,17 @@ pub enum Error {
         library: String,
         /// The missing symbol.
         symbol: &'static str,
+        /// What the loader said.
+        #[source]
+        source: LoadError,
+    },
+    /// An explicit driver path was given after another driver library was loaded.
+    #[error("CUDA driver library `{requested}` cannot be loaded: `{loaded}` is already in use")]
+    DriverAlreadyLoaded {
+        /// The library in use.
+        loaded: String,
+        /// The library asked for.
+        requested: String,
     },
     /// The driver returned an error code.
     #[error("{0}")]
@@ -76,6 +86,16 @@ pub enum Error {
         /// Length the transfer needs.
         expected: usize,
     },
+    /// A copy whose destination holds fewer elements than its source.
+    #[error("{op}: the destination holds {dst} elements, fewer than the {src} of the source")]
+    DestinationTooShort {
+        /// What was attempted.
+        op: &'static str,
+        /// Elements in the source.
+        src: usize,
+        /// Elements in the destination.
+        dst: usize,
+    },
     /// Objects from two different contexts were combined.
     #[error("{op}: {what} belongs to a different CUDA context than the stream")]
     ContextMismatch {
@@ -92,16 +112,51 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A range that does not fit the buffer or view it selects from.
+    #[error("{op}: range {start}..{end} is outside a buffer of {len} elements")]
+    OutOfRange {
+        /// What was attempted.
+        op: &'static str,
+        /// First element asked for.
+        start: usize,
+        /// One past the last element asked for.
+        end: usize,
+        /// Elements in the buffer or view.
+        len: usize,
+    },
+    /// An operation failed where it could not report it (in `Drop`, or in a host
+    /// accessor such as `Deref`), and was recorded; see
+    /// [`crate::check_deferred_errors`].
+    #[error("{what} failed earlier, where the error could not be returned ({more} more since)")]
+    Deferred {
+        /// The operation that failed, e.g. `cuMemFree`.
+        what: &'static str,
+        /// How many more deferred errors were recorded after it.
+        more: u64,
+        /// Its error.
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 impl From<LoadError> for Error {
     fn from(e: LoadError) -> Self {
         match e {
-            LoadError::LibraryNotFound { library, reason } => {
-                Error::DriverNotFound { library, reason }
-            }
-            LoadError::MissingSymbol { library, symbol } => {
-                Error::DriverSymbolMissing { library, symbol }
+            LoadError::LibraryNotFound { ref library, .. } => Error::DriverNotFound {
+                library: library.clone(),
+                source: e,
+            },
+            LoadError::MissingSymbol {
+                ref library,
+                symbol,
+                ..
+            } => Error::DriverSymbolMissing {
+                library: library.clone(),
+                symbol,
+                source: e,
+            },
+            LoadError::AlreadyLoaded { loaded, requested } => {
+                Error::DriverAlreadyLoaded { loaded, requested }
             }
         }
     }
@@ -326,27 +381,42 @@ mod tests {
         assert!(e
             .to_string()
             .starts_with("CUDA driver library `libnope-cuda.so.0` not found"));
-        let e: Error = LoadError::MissingSymbol {
-            library: "x.so".into(),
-            symbol: "cuInit",
+        // The loader's error is kept as the source, not folded into a string.
+        let source = std::error::Error::source(&e).expect("a source");
+        assert!(source.downcast_ref::<LoadError>().is_some(), "{source:?}");
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: libc is loaded in every process and has no cuInit to call.
+            let e: Error = unsafe { cuda_sys::Driver::load_from("libc.so.6") }
+                .unwrap_err()
+                .into();
+            assert_eq!(
+                e.to_string(),
+                "CUDA driver library `libc.so.6` lacks `cuInit` (driver too old)"
+            );
         }
-        .into();
-        assert_eq!(
-            e.to_string(),
-            "CUDA driver library `x.so` lacks `cuInit` (driver too old)"
-        );
     }
 
     #[test]
     fn input_errors_name_the_numbers() {
         let e = Error::ExceedsDeviceBuffer {
-            op: "upload",
+            op: "memcpy_htod",
             n: 1000,
             len: 512,
         };
         assert_eq!(
             e.to_string(),
-            "upload of 1000 elements but the device buffer holds 512"
+            "memcpy_htod of 1000 elements but the device buffer holds 512"
+        );
+        let e = Error::OutOfRange {
+            op: "DeviceBuffer::slice",
+            start: 10,
+            end: 20,
+            len: 16,
+        };
+        assert_eq!(
+            e.to_string(),
+            "DeviceBuffer::slice: range 10..20 is outside a buffer of 16 elements"
         );
         let e = Error::SizeOverflow {
             op: "alloc",

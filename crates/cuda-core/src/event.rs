@@ -1,54 +1,146 @@
-//! [`Event`]: a timing-free CUDA event, for ordering and waiting.
+//! [`Event`]: a CUDA event, for ordering, waiting and timing.
 
 use std::fmt;
+use std::sync::Arc;
 
 use cuda_sys::CUevent;
 
 use crate::context::Context;
-use crate::error::Result;
-use crate::result;
+use crate::error::{Error, Result};
 use crate::stream::Stream;
+use crate::tracking::StreamState;
+use crate::{deferred, result};
 
-/// A CUDA event created with `CU_EVENT_DISABLE_TIMING` (the cheap kind used for
-/// synchronisation).
+/// A CUDA event. [`Event::new`] makes the cheap kind used for ordering and waiting
+/// (`CU_EVENT_DISABLE_TIMING`); [`Event::with_timing`] one that can also time work
+/// ([`Event::elapsed_ms`]).
+///
+/// Waiting on an event through this crate ([`Event::synchronize`], or
+/// [`Event::query`] answering `true`) also tells every buffer with copies queued on
+/// that stream before the event that those copies are done, so their host accessors
+/// need no further wait.
+///
+/// ```no_run
+/// use cuda_core::{Context, DeviceBuffer, Event, PinnedBuffer, Stream};
+///
+/// let ctx = Context::new(0)?;
+/// let stream = Stream::new(&ctx)?;
+/// let (mut start, mut end) = (Event::with_timing(&ctx)?, Event::with_timing(&ctx)?);
+/// let host = PinnedBuffer::<u8>::alloc(64 << 20)?;
+/// let mut dev = DeviceBuffer::<u8>::alloc(64 << 20)?;
+/// start.record(&stream)?;
+/// stream.memcpy_htod(&host, &mut dev)?;
+/// end.record(&stream)?;
+/// end.synchronize()?;
+/// println!("64 MiB in {:.3} ms", start.elapsed_ms(&end)?);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
 pub struct Event {
     raw: CUevent,
     ctx: Context,
+    timing: bool,
+    /// The stream and its last ticket when the event was last recorded.
+    recorded: Option<(Arc<StreamState>, u64)>,
 }
 
-// SAFETY: event handles may be used from any thread.
+// SAFETY: event handles may be used from any thread; `recorded` changes only through
+// `&mut self`.
 unsafe impl Send for Event {}
-// SAFETY: as above.
+// SAFETY: shared access only waits on or queries the handle.
 unsafe impl Sync for Event {}
 
 impl Event {
-    /// Creates an event in `ctx`.
+    /// Creates an event for ordering and waiting (no timing) in `ctx`.
     pub fn new(ctx: &Context) -> Result<Event> {
+        Event::create(ctx, cuda_sys::CU_EVENT_DISABLE_TIMING, false)
+    }
+
+    /// Creates an event that also records a timestamp, for [`Event::elapsed_ms`].
+    pub fn with_timing(ctx: &Context) -> Result<Event> {
+        Event::create(ctx, cuda_sys::CU_EVENT_DEFAULT, true)
+    }
+
+    fn create(ctx: &Context, flags: u32, timing: bool) -> Result<Event> {
         let _g = ctx.enter()?;
-        let raw = result::event_create(cuda_sys::CU_EVENT_DISABLE_TIMING)?;
+        let raw = result::event_create(flags)?;
         Ok(Event {
             raw,
             ctx: ctx.clone(),
+            timing,
+            recorded: None,
         })
     }
 
     /// Records the event at the current end of `stream`, which must belong to the
-    /// event's context.
-    pub fn record(&self, stream: &Stream) -> Result<()> {
+    /// event's context ([`Error::ContextMismatch`] otherwise).
+    pub fn record(&mut self, stream: &Stream) -> Result<()> {
         if !stream.context().same_as(&self.ctx) {
-            return Err(crate::Error::ContextMismatch {
+            return Err(Error::ContextMismatch {
                 op: "Event::record",
                 what: "the event",
             });
         }
-        // SAFETY: both handles are alive while borrowed.
-        unsafe { result::event_record(self.raw, stream.as_raw()) }
+        let state = stream.state();
+        // Read before recording: everything issued so far is queued ahead of it.
+        let ticket = state.latest();
+        let _g = self.ctx.enter()?;
+        // SAFETY: both handles are alive while borrowed, in the same context.
+        unsafe { result::event_record(self.raw, stream.as_raw()) }?;
+        self.recorded = Some((Arc::clone(state), ticket));
+        Ok(())
     }
 
-    /// Blocks until the work recorded before the event is done.
+    /// Blocks until the work recorded before the event is done. An event never
+    /// recorded is done.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: `raw` is alive while `self` is.
-        unsafe { result::event_synchronize(self.raw) }
+        unsafe { result::event_synchronize(self.raw) }?;
+        self.completed();
+        Ok(())
+    }
+
+    /// Whether the work recorded before the event is done, without waiting
+    /// (`cuEventQuery`).
+    pub fn query(&self) -> Result<bool> {
+        // SAFETY: `raw` is alive while `self` is.
+        let done = unsafe { result::event_query(self.raw) }?;
+        if done {
+            self.completed();
+        }
+        Ok(done)
+    }
+
+    fn completed(&self) {
+        if let Some((stream, ticket)) = &self.recorded {
+            stream.mark_complete(*ticket);
+        }
+    }
+
+    /// Milliseconds from this event to `end`, both created with
+    /// [`Event::with_timing`], recorded, and complete ([`Error::InvalidArgument`] for
+    /// an event without timing; the driver's `CUDA_ERROR_NOT_READY` while either is
+    /// pending).
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
+        if !self.timing || !end.timing {
+            return Err(Error::InvalidArgument {
+                op: "Event::elapsed_ms",
+                reason: "both events must be created with Event::with_timing".into(),
+            });
+        }
+        if !end.ctx.same_as(&self.ctx) {
+            return Err(Error::ContextMismatch {
+                op: "Event::elapsed_ms",
+                what: "the end event",
+            });
+        }
+        let _g = self.ctx.enter()?;
+        // SAFETY: both are live timing events of the same context.
+        unsafe { result::event_elapsed_time(self.raw, end.raw) }
+    }
+
+    /// Whether the event can time work.
+    pub fn has_timing(&self) -> bool {
+        self.timing
     }
 
     /// The context the event belongs to.
@@ -65,14 +157,20 @@ impl Event {
 impl Drop for Event {
     fn drop(&mut self) {
         let g = self.ctx.enter();
-        // SAFETY: we created the event; nothing uses it after this.
-        let _ = unsafe { result::event_destroy(self.raw) };
+        // SAFETY: we created the event; nothing uses it after this (the driver keeps
+        // a recorded event's pending work going after destroy).
+        if let Err(e) = unsafe { result::event_destroy(self.raw) } {
+            deferred::record("cuEventDestroy", e);
+        }
         drop(g);
     }
 }
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Event").field("raw", &self.raw).finish()
+        f.debug_struct("Event")
+            .field("raw", &self.raw)
+            .field("timing", &self.timing)
+            .finish()
     }
 }

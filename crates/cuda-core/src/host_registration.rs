@@ -7,21 +7,34 @@ use bytemuck::Pod;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::result;
+use crate::memory::{sealed, HostAccess, PageLockedSlice, PageLockedSliceMut};
+use crate::tracking::Tracker;
+use crate::{deferred, result};
 
 /// A caller-owned slice page-locked with `cuMemHostRegister` (portable) for the
 /// lifetime of this guard, and unregistered on drop.
 ///
 /// The guard holds the slice's unique borrow, so the memory cannot be freed, moved
 /// or registered a second time while it is registered: the borrow checker rejects
-/// it. Reach the data through the guard (it dereferences to `[T]`). Transfers from
-/// or into a registered slice DMA straight from it (see `cuda-staging`).
+/// it. Reach the data through the guard (it dereferences to `[T]`).
+///
+/// Copies between a registration and the device:
+/// - any registration works with the copies that wait before returning
+///   ([`Stream::memcpy_htod_sync`](crate::Stream::memcpy_htod_sync) /
+///   [`memcpy_dtoh_sync`](crate::Stream::memcpy_dtoh_sync), and `cuda-staging`'s
+///   `upload` / `download`), which DMA straight from or into it;
+/// - a registration of `'static` memory (a leaked `Box<[T]>`, a `static`) can also
+///   be used with queued copies ([`Stream::memcpy_htod`](crate::Stream::memcpy_htod)
+///   and friends). Borrowed memory cannot: `mem::forget` on the guard would end the
+///   borrow while a queued copy still runs. Its `Deref`, `DerefMut` and `Drop` wait
+///   for queued copies like a [`PinnedBuffer`](crate::PinnedBuffer)'s.
 ///
 /// Registration is expensive (milliseconds for tens of MiB): register long-lived
 /// buffers once, not per transfer.
 pub struct HostRegistration<'a, T: Pod> {
     data: &'a mut [T],
     ctx: Context,
+    tracker: Tracker,
 }
 
 impl<'a, T: Pod> HostRegistration<'a, T> {
@@ -51,48 +64,71 @@ impl<'a, T: Pod> HostRegistration<'a, T> {
         Ok(HostRegistration {
             data,
             ctx: ctx.clone(),
+            tracker: Tracker::new(),
         })
     }
 
-    /// Unregisters now and reports the driver's answer, which `Drop` cannot.
+    /// Unregisters now (after queued copies that use the memory) and reports the
+    /// driver's answer, which `Drop` cannot; gives the slice back.
     pub fn unregister(self) -> Result<&'a mut [T]> {
         let mut me = std::mem::ManuallyDrop::new(self);
         let r = me.release();
-        // SAFETY: `me` is never used or dropped again; moving the two fields out
+        // SAFETY: `me` is never used or dropped again; moving the three fields out
         // once is sound.
-        let (data, ctx) = unsafe { (std::ptr::read(&me.data), std::ptr::read(&me.ctx)) };
-        drop(ctx);
+        let (data, ctx, tracker) = unsafe {
+            (
+                std::ptr::read(&me.data),
+                std::ptr::read(&me.ctx),
+                std::ptr::read(&me.tracker),
+            )
+        };
+        drop((ctx, tracker));
         r.map(|()| data)
     }
 
     fn release(&mut self) -> Result<()> {
+        let waited = self.tracker.wait_host(true);
         let _g = self.ctx.enter()?;
-        // SAFETY: `data` was registered in `new` and is still borrowed.
-        unsafe { result::mem_host_unregister(self.data.as_mut_ptr().cast()) }
+        // SAFETY: `data` was registered in `new` and is still borrowed; queued copies
+        // that use it are complete (waited above, or over after a failed wait).
+        unsafe { result::mem_host_unregister(self.data.as_mut_ptr().cast()) }.and(waited)
     }
 
     /// The context the registration was made in.
     pub fn context(&self) -> &Context {
         &self.ctx
     }
+
+    /// Waits for every queued copy that uses the memory.
+    pub fn wait(&self) -> Result<()> {
+        self.tracker.wait_host(true)
+    }
 }
 
 impl<T: Pod> Deref for HostRegistration<'_, T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
+        if let Err(e) = self.tracker.wait_host(false) {
+            deferred::record("registered memory access (waiting for queued copies)", e);
+        }
         self.data
     }
 }
 
 impl<T: Pod> DerefMut for HostRegistration<'_, T> {
     fn deref_mut(&mut self) -> &mut [T] {
+        if let Err(e) = self.tracker.wait_host(true) {
+            deferred::record("registered memory access (waiting for queued copies)", e);
+        }
         self.data
     }
 }
 
 impl<T: Pod> Drop for HostRegistration<'_, T> {
     fn drop(&mut self) {
-        let _ = self.release();
+        if let Err(e) = self.release() {
+            deferred::record("HostRegistration drop (wait, cuMemHostUnregister)", e);
+        }
     }
 }
 
@@ -104,3 +140,20 @@ impl<T: Pod> fmt::Debug for HostRegistration<'_, T> {
             .finish()
     }
 }
+
+impl<T: Pod> sealed::Sealed for HostRegistration<'static, T> {}
+
+impl<T: Pod> PageLockedSlice<T> for HostRegistration<'static, T> {
+    fn len(&self) -> usize {
+        self.data.len()
+    }
+    fn host_access(&self) -> HostAccess<'_> {
+        HostAccess {
+            ptr: self.data.as_ptr().cast_mut().cast(),
+            root: &self.tracker,
+            region: None,
+        }
+    }
+}
+
+impl<T: Pod> PageLockedSliceMut<T> for HostRegistration<'static, T> {}

@@ -1,42 +1,115 @@
-//! Safe essentials of the CUDA driver API: [`Context`], [`Stream`], [`Event`],
-//! [`DeviceBuffer`], [`PinnedBuffer`], [`HostRegistration`] and one [`Error`] type.
+//! Safe essentials of the CUDA driver API: [`Context`], [`Stream`] and the
+//! operations queued on it, [`Event`], [`DeviceBuffer`], [`PinnedBuffer`],
+//! [`HostRegistration`], views of part of a buffer, and one [`Error`] type.
 //!
 //! The driver is loaded at run time (see `cuda-sys`): a machine without it builds
 //! and runs everything up to the first call that needs it, which returns
-//! [`Error::DriverNotFound`].
+//! [`Error::DriverNotFound`]. The loader tries the platform's usual names, or the
+//! library named by the `CUDA_DRIVER_LIBRARY` environment variable, or one given to
+//! [`load_driver_from`].
 //!
 //! ```no_run
-//! use cuda_core::{Context, DeviceBuffer};
+//! use cuda_core::{Context, DeviceBuffer, PinnedBuffer, Stream};
 //!
-//! let _ctx = Context::new(0)?;
+//! let ctx = Context::new(0)?;
+//! let stream = Stream::new(&ctx)?;
 //! let mut d = DeviceBuffer::<f32>::alloc(1024)?;
+//! // Synchronous, from any host memory:
 //! let host: Vec<f32> = (0..1024).map(|i| i as f32).collect();
 //! d.copy_from_host(&host)?;
-//! let mut back = vec![0.0f32; 1024];
-//! d.copy_to_host(&mut back)?;
-//! assert_eq!(host, back);
+//! // Queued on a stream, from and into page-locked memory:
+//! let mut pinned = PinnedBuffer::<f32>::alloc(1024)?;
+//! stream.memcpy_dtoh(&d, &mut pinned)?;
+//! stream.memset_zeros(&mut d.slice_mut(512..)?)?;
+//! assert_eq!(&pinned[..], &host[..]); // waits for the queued copy first
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
+//!
+//! # Soundness of queued operations
+//!
+//! A queued copy outlives the call that queued it, so safe code must not be able to
+//! read, write or free memory while one still uses it. The design chosen here: **each
+//! buffer records the queued work that uses it, and its host accessors, synchronous
+//! copies and `Drop` wait for that work**, as cudarc's pinned slices do. What differs
+//! from cudarc is how the record is kept: instead of recording a CUDA event after
+//! every queued operation (a driver call per copy; cudarc's pinned copies measured
+//! about 2 µs slower than raw ones at 150 KiB on our H200), each operation takes a
+//! ticket from its stream, and the stream knows up to which ticket everything is
+//! complete, because every synchronisation through this crate ([`Stream::synchronize`],
+//! [`Event::synchronize`], [`Event::query`], [`Stream::query`]) raises that mark.
+//! Checking that a buffer is free is then one atomic load, and a copy followed by a
+//! stream synchronisation — the common synchronous pattern — costs no driver call
+//! beyond the copy and the sync themselves.
+//!
+//! The rules, which hold against every safe use (including `mem::forget`):
+//! - Queued operations take page-locked host memory whose life the borrow checker
+//!   cannot end early: a [`PinnedBuffer`] (forgetting it leaks it, never frees it) or
+//!   a view of one, or a [`HostRegistration`] of `'static` memory. A registration of
+//!   borrowed memory works with the `_sync` copies, which wait before returning.
+//! - Host access to a pinned buffer waits for queued copies into it (shared access)
+//!   or for every queued use (exclusive access). `Deref` cannot return an error: a
+//!   failed wait is recorded ([`check_deferred_errors`]) and access granted, since
+//!   after a failed wait the stream's work is over one way or the other.
+//! - `Drop` of a buffer, registration or pinned memory waits for queued work that
+//!   uses it before freeing it.
+//! - A buffer used on a second stream first waits (on the host) for its queued uses
+//!   on the first, so one buffer's record follows one stream.
+//! - Mutable views of one pinned buffer ([`PinnedBuffer::split_at_mut`],
+//!   [`PinnedBuffer::slice_mut`]) keep their own records, so one part can be filled on
+//!   the host while a copy from another is in flight (double buffering in one
+//!   allocation).
+//!
+//! Work you queue yourself through raw handles (`as_raw`, `as_device_ptr`) is not
+//! tracked; synchronise it yourself.
+//!
+//! # Errors that `Drop` cannot return
+//!
+//! A failed free, unregister, destroy or wait in `Drop` is recorded, not discarded:
+//! see [`check_deferred_errors`] and [`deferred_error_count`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod context;
+mod deferred;
 mod device_buffer;
 mod error;
 mod event;
 mod host_registration;
+mod memory;
 mod pinned;
+mod pointer;
 pub mod result;
 mod stream;
+mod tracking;
 
 pub use bytemuck;
 pub use context::{Context, ContextGuard};
 pub use cuda_sys as sys;
-pub use device_buffer::DeviceBuffer;
+pub use deferred::{check_deferred_errors, deferred_error_count};
+pub use device_buffer::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use error::{DriverError, Error, Result};
 pub use event::Event;
 pub use host_registration::HostRegistration;
-pub use pinned::PinnedBuffer;
+pub use memory::{
+    DeviceAccess, DeviceSlice, DeviceSliceMut, HostAccess, PageLockedSlice, PageLockedSliceMut,
+};
+pub use pinned::{PinnedBuffer, PinnedView, PinnedViewMut};
+pub use pointer::{query_host_memory, HostMemory};
 pub use stream::Stream;
+
+/// Loads the CUDA driver from `library` (a file name or a path) instead of the
+/// usual names, for a driver the system loader does not find by itself. Works after
+/// a failed default load; fails with [`Error::DriverAlreadyLoaded`] once another
+/// library is in use.
+///
+/// # Safety
+/// 1. Opening `library` runs its initialisers in this process (as `dlopen` does):
+///    it must be the NVIDIA driver library, or a path that opens nothing.
+pub unsafe fn load_driver_from(library: &str) -> Result<()> {
+    // SAFETY: condition 1.
+    unsafe { cuda_sys::load_driver_from(library) }
+        .map(|_| ())
+        .map_err(Error::from)
+}
 
 /// `n * size_of::<T>()`, or [`Error::SizeOverflow`] naming `op`.
 pub fn byte_len<T>(op: &'static str, n: usize) -> Result<usize> {
@@ -54,6 +127,7 @@ mod tests {
     static_assertions::assert_impl_all!(Event: Send, Sync);
     static_assertions::assert_impl_all!(DeviceBuffer<f32>: Send, Sync);
     static_assertions::assert_impl_all!(PinnedBuffer<u8>: Send, Sync);
+    static_assertions::assert_impl_all!(PinnedViewMut<'static, u8>: Send, Sync);
     static_assertions::assert_not_impl_any!(ContextGuard<'static>: Send);
     static_assertions::assert_impl_all!(Error: Send, Sync, std::error::Error);
 
@@ -88,10 +162,47 @@ mod tests {
     }
 
     #[test]
-    fn zero_length_pinned_buffer_pins_nothing() {
-        let p = PinnedBuffer::<f64>::alloc(0).unwrap();
+    fn zero_length_pinned_buffer_pins_nothing_and_views_check_ranges() {
+        let mut p = PinnedBuffer::<f64>::alloc(0).unwrap();
         assert!(p.is_empty());
         assert!(p.context().is_none());
         assert_eq!(&*p, &[] as &[f64]);
+        assert!(p.slice(..).unwrap().is_empty());
+        assert_eq!(
+            p.slice(0..1).unwrap_err(),
+            Error::OutOfRange {
+                op: "PinnedBuffer::slice",
+                start: 0,
+                end: 1,
+                len: 0
+            }
+        );
+        assert!(p.split_at_mut(1).is_err());
+        let (a, b) = p.split_at_mut(0).unwrap();
+        assert!(a.is_empty() && b.is_empty());
+    }
+
+    #[test]
+    fn drop_errors_are_recorded_and_reported_once() {
+        let before = deferred_error_count();
+        // Drain whatever an earlier test left.
+        let _ = check_deferred_errors();
+        deferred::record(
+            "cuMemFree",
+            Error::Driver(DriverError::new(cuda_sys::CUDA_ERROR_INVALID_VALUE)),
+        );
+        deferred::record(
+            "cuEventDestroy",
+            Error::Driver(DriverError::new(cuda_sys::CUDA_ERROR_INVALID_CONTEXT)),
+        );
+        assert!(deferred_error_count() >= before + 2);
+        match check_deferred_errors() {
+            Err(Error::Deferred { what, more, source }) => {
+                assert_eq!(what, "cuMemFree");
+                assert!(more >= 1, "{more}");
+                assert_eq!(source.driver_code(), Some(cuda_sys::CUDA_ERROR_INVALID_VALUE));
+            }
+            other => panic!("expected the recorded error, got {other:?}"),
+        }
     }
 }

@@ -1,14 +1,17 @@
-//! [`PinnedBuffer`]: page-locked host memory.
+//! [`PinnedBuffer`]: page-locked host memory, and its views [`PinnedView`] /
+//! [`PinnedViewMut`].
 
 use std::fmt;
-use std::ops::{Deref, DerefMut};
+use std::ops::{Deref, DerefMut, RangeBounds};
 use std::ptr::NonNull;
 
 use bytemuck::Pod;
 
 use crate::context::Context;
 use crate::error::Result;
-use crate::{byte_len, result};
+use crate::memory::{checked_range, sealed, HostAccess, PageLockedSlice, PageLockedSliceMut};
+use crate::tracking::Tracker;
+use crate::{byte_len, deferred, result};
 
 /// `len` elements of `T` in page-locked host memory (`cuMemHostAlloc` with
 /// `CU_MEMHOSTALLOC_PORTABLE`, so every context can DMA from it), zero-initialised,
@@ -17,15 +20,26 @@ use crate::{byte_len, result};
 /// The memory belongs to the context current at allocation, which the buffer keeps
 /// alive. Zero-length buffers pin nothing. The allocation is at least 256-byte aligned
 /// (small ones are sub-allocated by the driver and not page aligned).
+///
+/// Copies queued on a [`Stream`](crate::Stream) from or into the buffer are tracked:
+/// `Deref` waits for queued copies *into* it, `DerefMut` and `Drop` for every queued
+/// copy that uses it. When nothing is queued that costs one atomic load. `Deref`
+/// cannot return an error; a failed wait is recorded (see
+/// [`crate::check_deferred_errors`]) and the memory handed out, since the stream's
+/// work is over either way. [`PinnedBuffer::as_slice`] / [`as_mut_slice`](PinnedBuffer::as_mut_slice)
+/// return the error instead. In a hot loop, take the slice once rather than
+/// indexing the buffer element by element.
 pub struct PinnedBuffer<T: Pod> {
     ptr: NonNull<T>,
     len: usize,
     ctx: Option<Context>,
+    tracker: Tracker,
 }
 
-// SAFETY: the buffer owns its memory exclusively, like a Box<[T]>.
+// SAFETY: the buffer owns its memory exclusively, like a Box<[T]>; the tracker is
+// thread-safe.
 unsafe impl<T: Pod + Send> Send for PinnedBuffer<T> {}
-// SAFETY: shared access gives `&[T]` only.
+// SAFETY: shared access gives `&[T]` only, after queued writes completed.
 unsafe impl<T: Pod + Sync> Sync for PinnedBuffer<T> {}
 
 impl<T: Pod> PinnedBuffer<T> {
@@ -37,13 +51,18 @@ impl<T: Pod> PinnedBuffer<T> {
         let bytes = byte_len::<T>("PinnedBuffer::alloc", len)?;
         check_align::<T>()?;
         if bytes == 0 {
-            return Ok(PinnedBuffer {
-                ptr: NonNull::dangling(),
-                len,
-                ctx: None,
-            });
+            return Ok(PinnedBuffer::empty(len));
         }
         Self::alloc_in(&Context::current()?, len)
+    }
+
+    fn empty(len: usize) -> PinnedBuffer<T> {
+        PinnedBuffer {
+            ptr: NonNull::dangling(),
+            len,
+            ctx: None,
+            tracker: Tracker::new(),
+        }
     }
 
     /// Pins `len` zeroed elements in `ctx`, whatever is current.
@@ -51,11 +70,7 @@ impl<T: Pod> PinnedBuffer<T> {
         let bytes = byte_len::<T>("PinnedBuffer::alloc_in", len)?;
         check_align::<T>()?;
         if bytes == 0 {
-            return Ok(PinnedBuffer {
-                ptr: NonNull::dangling(),
-                len,
-                ctx: None,
-            });
+            return Ok(PinnedBuffer::empty(len));
         }
         let p = {
             let _g = ctx.enter()?;
@@ -64,7 +79,9 @@ impl<T: Pod> PinnedBuffer<T> {
         let Some(ptr) = NonNull::new(p.cast::<T>()).filter(|p| p.as_ptr().is_aligned()) else {
             if !p.is_null() {
                 // SAFETY: `p` came from cuMemHostAlloc just above and is not used again.
-                let _ = unsafe { result::mem_free_host(p) };
+                if let Err(e) = unsafe { result::mem_free_host(p) } {
+                    deferred::record("cuMemFreeHost", e);
+                }
             }
             return Err(crate::Error::InvalidArgument {
                 op: "PinnedBuffer::alloc",
@@ -80,6 +97,7 @@ impl<T: Pod> PinnedBuffer<T> {
             ptr,
             len,
             ctx: Some(ctx.clone()),
+            tracker: Tracker::new(),
         })
     }
 
@@ -102,6 +120,75 @@ impl<T: Pod> PinnedBuffer<T> {
     pub fn context(&self) -> Option<&Context> {
         self.ctx.as_ref()
     }
+
+    /// The address of the first element, without waiting for anything (for
+    /// comparisons and for handing to other libraries; reading through it while a
+    /// copy is queued is up to you).
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr.as_ptr()
+    }
+
+    /// The elements, once queued copies into the buffer have landed.
+    pub fn as_slice(&self) -> Result<&[T]> {
+        self.tracker.wait_host(false)?;
+        // SAFETY: `ptr` is valid, aligned (checked at allocation, or dangling for len
+        // 0) and initialised for `len` elements, owned by `self`; no queued copy
+        // writes it any more (waited above).
+        Ok(unsafe { elems(self.ptr, self.len) })
+    }
+
+    /// The elements, writable, once every queued copy that uses the buffer is done.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.tracker.wait_host(true)?;
+        // SAFETY: as in `as_slice`; `&mut self` makes the access exclusive and no
+        // queued copy reads or writes the memory any more (waited above).
+        Ok(unsafe { elems_mut(self.ptr, self.len) })
+    }
+
+    /// Waits for every queued copy that uses the buffer.
+    pub fn wait(&self) -> Result<()> {
+        self.tracker.wait_host(true)
+    }
+
+    /// A read-only view of elements `range`, the source of queued copies.
+    /// [`crate::Error::OutOfRange`] when `range` does not fit.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedView<'_, T>> {
+        let r = checked_range("PinnedBuffer::slice", range, self.len)?;
+        Ok(PinnedView {
+            // SAFETY: `r.start <= len`, inside (or one past) the allocation.
+            ptr: unsafe { self.ptr.add(r.start) },
+            len: r.len(),
+            root: &self.tracker,
+            region: None,
+        })
+    }
+
+    /// A writable view of elements `range`, with its own record of queued copies:
+    /// host access through it waits only for copies queued through it.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<PinnedViewMut<'_, T>> {
+        let r = checked_range("PinnedBuffer::slice_mut", range, self.len)?;
+        Ok(PinnedViewMut {
+            // SAFETY: as in `slice`.
+            ptr: unsafe { self.ptr.add(r.start) },
+            len: r.len(),
+            region: self.tracker.snapshot(),
+            root: &self.tracker,
+        })
+    }
+
+    /// Two writable views, of elements `..mid` and `mid..`, each with its own record
+    /// of queued copies (a double buffer in one allocation). [`crate::Error::OutOfRange`]
+    /// when `mid > len`.
+    pub fn split_at_mut(&mut self, mid: usize) -> Result<(PinnedViewMut<'_, T>, PinnedViewMut<'_, T>)> {
+        checked_range("PinnedBuffer::split_at_mut", ..mid, self.len)?;
+        let whole = PinnedViewMut {
+            ptr: self.ptr,
+            len: self.len,
+            region: self.tracker.snapshot(),
+            root: &self.tracker,
+        };
+        whole.split_at(mid)
+    }
 }
 
 /// The driver sub-allocates small pinned blocks: measured on our H200 host they are
@@ -120,28 +207,64 @@ fn check_align<T>() -> Result<()> {
 
 const GUARANTEED_ALIGN_BYTES: usize = 256;
 
+/// Waits on `tracker` for host access (`write`: exclusive); a failed wait is
+/// recorded, since `Deref` cannot return it, and the access goes ahead: the stream's
+/// work is over after a failed wait too.
+fn wait_or_record(tracker: &Tracker, write: bool) {
+    if let Err(e) = tracker.wait_host(write) {
+        deferred::record("pinned memory access (waiting for queued copies)", e);
+    }
+}
+
+/// `len` elements at `ptr`, shared.
+///
+/// # Safety
+/// 1. `ptr` is valid, aligned and initialised for `len` elements for `'a`, and
+///    nothing writes them during `'a` (queued copies into them are complete).
+unsafe fn elems<'a, T>(ptr: NonNull<T>, len: usize) -> &'a [T] {
+    // SAFETY: condition 1.
+    unsafe { std::slice::from_raw_parts(ptr.as_ptr(), len) }
+}
+
+/// `len` elements at `ptr`, exclusive.
+///
+/// # Safety
+/// 1. As [`elems`], and nothing else reads or writes them during `'a`.
+unsafe fn elems_mut<'a, T>(ptr: NonNull<T>, len: usize) -> &'a mut [T] {
+    // SAFETY: condition 1.
+    unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) }
+}
+
 impl<T: Pod> Deref for PinnedBuffer<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
-        // SAFETY: `ptr` is valid, aligned (checked at allocation, or dangling for len 0) and
-        // initialised for `len` elements, owned by `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        wait_or_record(&self.tracker, false);
+        // SAFETY: our allocation of `len` initialised elements (or dangling for 0);
+        // queued writes are over (waited above); `&self` rules out host writes.
+        unsafe { elems(self.ptr, self.len) }
     }
 }
 
 impl<T: Pod> DerefMut for PinnedBuffer<T> {
     fn deref_mut(&mut self) -> &mut [T] {
-        // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        wait_or_record(&self.tracker, true);
+        // SAFETY: as in `deref`; every queued use is over and `&mut self` is exclusive.
+        unsafe { elems_mut(self.ptr, self.len) }
     }
 }
 
 impl<T: Pod> Drop for PinnedBuffer<T> {
     fn drop(&mut self) {
         if let Some(ctx) = &self.ctx {
+            if let Err(e) = self.tracker.wait_host(true) {
+                deferred::record("PinnedBuffer drop (waiting for queued copies)", e);
+            }
             let g = ctx.enter();
-            // SAFETY: we allocated `ptr` with cuMemHostAlloc; nothing uses it after.
-            let _ = unsafe { result::mem_free_host(self.ptr.as_ptr().cast()) };
+            // SAFETY: we allocated `ptr` with cuMemHostAlloc; no queued copy uses it
+            // any more (waited above) and nothing else does after this.
+            if let Err(e) = unsafe { result::mem_free_host(self.ptr.as_ptr().cast()) } {
+                deferred::record("cuMemFreeHost", e);
+            }
             drop(g);
         }
     }
@@ -150,6 +273,234 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
 impl<T: Pod> fmt::Debug for PinnedBuffer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PinnedBuffer")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T: Pod> sealed::Sealed for PinnedBuffer<T> {}
+
+impl<T: Pod> PageLockedSlice<T> for PinnedBuffer<T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn host_access(&self) -> HostAccess<'_> {
+        HostAccess {
+            ptr: self.ptr.as_ptr().cast(),
+            root: &self.tracker,
+            region: None,
+        }
+    }
+}
+
+impl<T: Pod> PageLockedSliceMut<T> for PinnedBuffer<T> {}
+
+/// Part of a [`PinnedBuffer`], read-only: the source of queued copies. Dereferences
+/// to `[T]` once queued copies into it have landed.
+pub struct PinnedView<'a, T: Pod> {
+    ptr: NonNull<T>,
+    len: usize,
+    root: &'a Tracker,
+    /// The tracker of the mutable view this one was taken from, if any.
+    region: Option<&'a Tracker>,
+}
+
+/// Part of a [`PinnedBuffer`], writable, with its own record of queued copies: host
+/// access through it waits only for copies queued through it (and through views of
+/// it), so two views of one allocation can be filled and transferred independently.
+pub struct PinnedViewMut<'a, T: Pod> {
+    ptr: NonNull<T>,
+    len: usize,
+    root: &'a Tracker,
+    region: Tracker,
+}
+
+// SAFETY: views are borrows of a `PinnedBuffer`, with `&[T]` / `&mut [T]` semantics;
+// trackers are thread-safe.
+unsafe impl<T: Pod + Sync> Send for PinnedView<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Pod + Sync> Sync for PinnedView<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Pod + Send> Send for PinnedViewMut<'_, T> {}
+// SAFETY: as above; shared access reads only.
+unsafe impl<T: Pod + Sync> Sync for PinnedViewMut<'_, T> {}
+
+impl<'a, T: Pod> PinnedView<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A read-only view of elements `range` of this view.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedView<'a, T>> {
+        let r = checked_range("PinnedView::slice", range, self.len)?;
+        Ok(PinnedView {
+            // SAFETY: `r.start <= len`, inside (or one past) the view.
+            ptr: unsafe { self.ptr.add(r.start) },
+            len: r.len(),
+            root: self.root,
+            region: self.region,
+        })
+    }
+
+    fn tracker(&self) -> &Tracker {
+        self.region.unwrap_or(self.root)
+    }
+}
+
+impl<'a, T: Pod> PinnedViewMut<'a, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The elements, once queued copies into this view have landed.
+    pub fn as_slice(&self) -> Result<&[T]> {
+        self.region.wait_host(false)?;
+        // SAFETY: the view's elements are valid and initialised for the borrow of the
+        // buffer; no queued copy writes them any more (waited above).
+        Ok(unsafe { elems(self.ptr, self.len) })
+    }
+
+    /// The elements, writable, once every copy queued through this view is done.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.region.wait_host(true)?;
+        // SAFETY: as in `as_slice`, with exclusive access (`&mut self`, and the view
+        // is the only one over these elements).
+        Ok(unsafe { elems_mut(self.ptr, self.len) })
+    }
+
+    /// Waits for every copy queued through this view.
+    pub fn wait(&self) -> Result<()> {
+        self.region.wait_host(true)
+    }
+
+    /// Whether no copy queued through this view may still be running (no driver
+    /// call: a copy counts as running until a synchronisation through this crate has
+    /// seen it complete).
+    pub fn is_idle(&self) -> bool {
+        self.region.is_idle()
+    }
+
+    /// A read-only view of elements `range` of this view, the source of queued
+    /// copies; they are recorded in this view too.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedView<'_, T>> {
+        let r = checked_range("PinnedViewMut::slice", range, self.len)?;
+        Ok(PinnedView {
+            // SAFETY: `r.start <= len`, inside (or one past) the view.
+            ptr: unsafe { self.ptr.add(r.start) },
+            len: r.len(),
+            root: self.root,
+            region: Some(&self.region),
+        })
+    }
+
+    /// Splits the view in two at `mid`, each half with its own record of queued
+    /// copies (starting with this view's). [`crate::Error::OutOfRange`] when
+    /// `mid > len`.
+    pub fn split_at(self, mid: usize) -> Result<(PinnedViewMut<'a, T>, PinnedViewMut<'a, T>)> {
+        checked_range("PinnedViewMut::split_at", ..mid, self.len)?;
+        let left = PinnedViewMut {
+            ptr: self.ptr,
+            len: mid,
+            root: self.root,
+            region: self.region.snapshot(),
+        };
+        let right = PinnedViewMut {
+            // SAFETY: `mid <= len`, inside (or one past) the view.
+            ptr: unsafe { self.ptr.add(mid) },
+            len: self.len - mid,
+            root: self.root,
+            region: self.region.snapshot(),
+        };
+        Ok((left, right))
+    }
+}
+
+impl<T: Pod> Deref for PinnedView<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        wait_or_record(self.tracker(), false);
+        // SAFETY: elements of the borrowed buffer; queued writes into them are over
+        // (waited above; only mutable views and the buffer itself can queue writes,
+        // and neither can while this shared view lives... except a mutable view this
+        // one was taken from, whose tracker is the one waited on).
+        unsafe { elems(self.ptr, self.len) }
+    }
+}
+
+impl<T: Pod> Deref for PinnedViewMut<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        wait_or_record(&self.region, false);
+        // SAFETY: the view's elements, borrowed from the buffer; queued writes through
+        // this view are over (waited above), and no other view covers them.
+        unsafe { elems(self.ptr, self.len) }
+    }
+}
+
+impl<T: Pod> DerefMut for PinnedViewMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        wait_or_record(&self.region, true);
+        // SAFETY: as in `deref`, with every queued use over and `&mut self` exclusive.
+        unsafe { elems_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T: Pod> sealed::Sealed for PinnedView<'_, T> {}
+impl<T: Pod> sealed::Sealed for PinnedViewMut<'_, T> {}
+
+impl<T: Pod> PageLockedSlice<T> for PinnedView<'_, T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn host_access(&self) -> HostAccess<'_> {
+        HostAccess {
+            ptr: self.ptr.as_ptr().cast(),
+            root: self.root,
+            region: self.region,
+        }
+    }
+}
+
+impl<T: Pod> PageLockedSlice<T> for PinnedViewMut<'_, T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn host_access(&self) -> HostAccess<'_> {
+        HostAccess {
+            ptr: self.ptr.as_ptr().cast(),
+            root: self.root,
+            region: Some(&self.region),
+        }
+    }
+}
+
+impl<T: Pod> PageLockedSliceMut<T> for PinnedViewMut<'_, T> {}
+
+impl<T: Pod> fmt::Debug for PinnedView<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedView")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T: Pod> fmt::Debug for PinnedViewMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedViewMut")
             .field("ptr", &self.ptr)
             .field("len", &self.len)
             .finish()

@@ -231,6 +231,48 @@ pub unsafe fn stream_wait_event(stream: CUstream, event: CUevent) -> Result<()> 
     check(unsafe { (d.cuStreamWaitEvent)(stream, event, 0) })
 }
 
+/// `cuStreamQuery`: `Ok(true)` when all work queued on `stream` is done,
+/// `Ok(false)` while some is still running.
+///
+/// # Safety
+/// 1. `stream` is null (legacy default stream) or a live stream.
+pub unsafe fn stream_query(stream: CUstream) -> Result<bool> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    let rc = unsafe { (d.cuStreamQuery)(stream) };
+    if rc == cuda_sys::CUDA_ERROR_NOT_READY {
+        return Ok(false);
+    }
+    check(rc).map(|()| true)
+}
+
+/// `cuEventQuery`: `Ok(true)` once the work recorded before `event` is done.
+///
+/// # Safety
+/// 1. `event` is a live event.
+pub unsafe fn event_query(event: CUevent) -> Result<bool> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    let rc = unsafe { (d.cuEventQuery)(event) };
+    if rc == cuda_sys::CUDA_ERROR_NOT_READY {
+        return Ok(false);
+    }
+    check(rc).map(|()| true)
+}
+
+/// `cuEventElapsedTime`: milliseconds between two completed timing events.
+///
+/// # Safety
+/// 1. `start` and `end` are live events of the same context, created without
+///    `CU_EVENT_DISABLE_TIMING`.
+pub unsafe fn event_elapsed_time(start: CUevent, end: CUevent) -> Result<f32> {
+    let d = driver()?;
+    let mut ms = 0f32;
+    // SAFETY: `ms` is a valid out-pointer; condition 1.
+    check(unsafe { (d.cuEventElapsedTime)(&mut ms, start, end) })?;
+    Ok(ms)
+}
+
 /// `cuEventCreate` in the current context.
 pub fn event_create(flags: c_uint) -> Result<CUevent> {
     let d = driver()?;
@@ -329,38 +371,24 @@ pub unsafe fn mem_host_unregister(p: *mut c_void) -> Result<()> {
     check(unsafe { (d.cuMemHostUnregister)(p) })
 }
 
-/// A block of page-locked host memory as the driver reports it: the allocation or
-/// registration an address belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PageLockedBlock {
-    /// First address of the block (0 where the driver reports no range).
-    pub start: usize,
-    /// Bytes in the block (0 where the driver reports no range).
-    pub size: usize,
+/// What `cuPointerGetAttributes` says about an address, raw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PointerAttributes {
+    /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE` (`CU_MEMORYTYPE_*`; 0 where unknown).
+    pub memory_type: c_uint,
+    /// `CU_POINTER_ATTRIBUTE_IS_MANAGED`.
+    pub is_managed: bool,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR` (0 where unknown).
+    pub range_start: CUdeviceptr,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE` (0 where unknown).
+    pub range_size: usize,
 }
 
-impl PageLockedBlock {
-    /// Page-locked, but the driver reported no range.
-    pub const UNKNOWN_EXTENT: PageLockedBlock = PageLockedBlock { start: 0, size: 0 };
-
-    /// Whether the block is known and holds all of `[p, p + bytes)`.
-    pub fn holds(&self, p: usize, bytes: usize) -> bool {
-        let (Some(end), Some(block_end)) =
-            (p.checked_add(bytes), self.start.checked_add(self.size))
-        else {
-            return false;
-        };
-        self.size > 0 && self.start <= p && end <= block_end
-    }
-}
-
-/// The page-locked host block holding `p`, if the driver knows `p` as page-locked
-/// host memory (allocated by the driver or registered, not managed memory). One
-/// `cuPointerGetAttributes` call, which answers for any address without failing;
-/// needs a current context. Never fails: anything but a clear "host memory" answer
-/// is `None`.
-pub fn page_locked_block(p: *const c_void) -> Option<PageLockedBlock> {
-    let d = driver().ok()?;
+/// `cuPointerGetAttributes` for memory type, managed flag and the extent of the
+/// allocation or registration holding `p`: one driver call, which answers for any
+/// address (an unknown one has memory type 0). Needs a current context.
+pub fn pointer_attributes(p: *const c_void) -> Result<PointerAttributes> {
+    let d = driver()?;
     let mut kind: c_uint = 0;
     let mut managed: c_uint = 0;
     let mut start: CUdeviceptr = 0;
@@ -381,69 +409,37 @@ pub fn page_locked_block(p: *const c_void) -> Option<PageLockedBlock> {
     // writes for it (MEMORY_TYPE and IS_MANAGED: 4 bytes; RANGE_START_ADDR: a
     // CUdeviceptr; RANGE_SIZE: a size_t); the driver looks `p` up in its tables and
     // never dereferences it.
-    let rc = unsafe {
+    check(unsafe {
         (d.cuPointerGetAttributes)(
             attributes.len() as c_uint,
             attributes.as_mut_ptr(),
             data.as_mut_ptr(),
             p as CUdeviceptr,
         )
-    };
-    if rc != cuda_sys::CUDA_SUCCESS {
-        // A driver that refuses one of the four attributes: ask for the memory type
-        // alone, and report no extent.
-        return memory_type_is_host(d, p).then_some(PageLockedBlock::UNKNOWN_EXTENT);
-    }
-    if kind != cuda_sys::CU_MEMORYTYPE_HOST || managed != 0 {
-        return None;
-    }
-    let block = PageLockedBlock {
-        start: usize::try_from(start).unwrap_or(0),
-        size,
-    };
-    // A range that does not hold `p` itself is no range at all.
-    Some(if block.holds(p as usize, 1) {
-        block
-    } else {
-        PageLockedBlock::UNKNOWN_EXTENT
+    })?;
+    Ok(PointerAttributes {
+        memory_type: kind,
+        is_managed: managed != 0,
+        range_start: start,
+        range_size: size,
     })
 }
 
-/// `cuPointerGetAttribute(MEMORY_TYPE)` says host memory (fails for addresses the
-/// driver does not know).
-fn memory_type_is_host(d: &Driver, p: *const c_void) -> bool {
+/// `cuPointerGetAttribute(MEMORY_TYPE)`: fails for addresses the driver does not
+/// know. Needs a current context.
+pub fn pointer_memory_type(p: *const c_void) -> Result<c_uint> {
+    let d = driver()?;
     let mut kind: c_uint = 0;
     // SAFETY: `kind` is a valid 4-byte out-pointer for MEMORY_TYPE; the driver only
     // looks `p` up in its tables, it never dereferences it.
-    let rc = unsafe {
+    check(unsafe {
         (d.cuPointerGetAttribute)(
             (&mut kind as *mut c_uint).cast(),
             cuda_sys::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
             p as CUdeviceptr,
         )
-    };
-    rc == cuda_sys::CUDA_SUCCESS && kind == cuda_sys::CU_MEMORYTYPE_HOST
-}
-
-/// Whether the driver knows `p` as page-locked host memory (see
-/// [`page_locked_block`]). Needs a current context.
-pub fn is_page_locked(p: *const c_void) -> bool {
-    page_locked_block(p).is_some()
-}
-
-/// Whether all of `[p, p + bytes)` is page-locked host memory the driver knows: one
-/// block the driver reports as holding the whole range (one driver call), or, where
-/// the driver reports no block, both the first and the last byte page-locked (two).
-/// Needs a current context; `false` for an empty range.
-pub fn is_page_locked_range(p: *const c_void, bytes: usize) -> bool {
-    if bytes == 0 {
-        return false;
-    }
-    match page_locked_block(p) {
-        None => false,
-        Some(b) if b.size > 0 => b.holds(p as usize, bytes),
-        Some(_) => is_page_locked(p.cast::<u8>().wrapping_add(bytes - 1).cast()),
-    }
+    })?;
+    Ok(kind)
 }
 
 /// `cuMemcpyHtoD_v2` (synchronous).
@@ -560,4 +556,84 @@ pub unsafe fn memset_d32_async(
     let d = driver()?;
     // SAFETY: conditions 1 and 2.
     check(unsafe { (d.cuMemsetD32Async)(dst, value, count, stream) })
+}
+
+/// Whether the driver has `cuMemcpyBatchAsync` (CUDA 12.8 and later).
+pub fn has_memcpy_batch() -> bool {
+    driver().is_ok_and(|d| d.cuMemcpyBatchAsync_v2.is_some() || d.cuMemcpyBatchAsync.is_some())
+}
+
+/// `cuMemcpyBatchAsync` (the CUDA 13 `_v2` entry point, or the 12.8 one): `count`
+/// 1D copies queued on `stream` as one batch, every source read in stream order
+/// (`CU_MEMCPY_SRC_ACCESS_ORDER_STREAM`). [`Error::InvalidArgument`] when the
+/// driver lacks it (see [`has_memcpy_batch`]).
+///
+/// # Safety
+/// 1. For every `i < count`: `srcs[i]` is readable and `dsts[i]` writable for
+///    `sizes[i]` bytes (device or page-locked host addresses), until the batch
+///    completes on `stream`; no destination overlaps another copy's source or
+///    destination.
+/// 2. `stream` is a live stream of the current context.
+///
+/// Slices of different lengths are an [`Error::InvalidArgument`].
+pub unsafe fn memcpy_batch_async(
+    dsts: &mut [CUdeviceptr],
+    srcs: &mut [CUdeviceptr],
+    sizes: &mut [usize],
+    stream: CUstream,
+) -> Result<()> {
+    let d = driver()?;
+    let count = sizes.len();
+    if dsts.len() != count || srcs.len() != count {
+        return Err(Error::InvalidArgument {
+            op: "memcpy_batch_async",
+            reason: format!(
+                "{} destinations and {} sources for {count} sizes",
+                dsts.len(),
+                srcs.len()
+            ),
+        });
+    }
+    let mut attrs = [cuda_sys::CUmemcpyAttributes {
+        src_access_order: cuda_sys::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+        ..Default::default()
+    }];
+    let mut attrs_idxs = [0usize];
+    if let Some(f) = d.cuMemcpyBatchAsync_v2 {
+        // SAFETY: conditions 1 and 2 (lengths checked above); one attribute set applies to every copy from
+        // index 0.
+        return check(unsafe {
+            f(
+                dsts.as_mut_ptr(),
+                srcs.as_mut_ptr(),
+                sizes.as_mut_ptr(),
+                count,
+                attrs.as_mut_ptr(),
+                attrs_idxs.as_mut_ptr(),
+                1,
+                stream,
+            )
+        });
+    }
+    if let Some(f) = d.cuMemcpyBatchAsync {
+        let mut fail_idx = usize::MAX;
+        // SAFETY: as above; `fail_idx` is a valid out-pointer.
+        return check(unsafe {
+            f(
+                dsts.as_mut_ptr(),
+                srcs.as_mut_ptr(),
+                sizes.as_mut_ptr(),
+                count,
+                attrs.as_mut_ptr(),
+                attrs_idxs.as_mut_ptr(),
+                1,
+                &mut fail_idx,
+                stream,
+            )
+        });
+    }
+    Err(Error::InvalidArgument {
+        op: "memcpy_batch_async",
+        reason: "this driver has no cuMemcpyBatchAsync (it needs CUDA 12.8 or later)".into(),
+    })
 }

@@ -1,12 +1,20 @@
-//! [`Stream`]: a non-blocking CUDA stream.
+//! [`Stream`]: a non-blocking CUDA stream and the operations queued on it.
 
+use std::ffi::c_void;
 use std::fmt;
+use std::sync::Arc;
 
+use bytemuck::Pod;
 use cuda_sys::CUstream;
 
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::memory::{
+    DeviceAccess, DeviceSlice, DeviceSliceMut, HostAccess, PageLockedSlice, PageLockedSliceMut,
+};
 use crate::result;
+use crate::tracking::{self, Access, StreamState, Use};
 
 /// A CUDA stream created with `CU_STREAM_NON_BLOCKING`: it does not synchronise with
 /// the legacy default stream.
@@ -14,16 +22,34 @@ use crate::result;
 /// The stream keeps its [`Context`] alive. `Stream` is `Send` and `Sync`: the driver
 /// allows enqueueing on one stream from several threads (their order is then up to
 /// the caller).
+///
+/// # Queued operations
+///
+/// [`memcpy_htod`](Stream::memcpy_htod), [`memcpy_dtoh`](Stream::memcpy_dtoh),
+/// [`memcpy_dtod`](Stream::memcpy_dtod) and the memsets return as soon as the driver
+/// has queued them. They take page-locked host memory (a [`crate::PinnedBuffer`] or a
+/// view of one, or a `'static` [`crate::HostRegistration`]) and device memory (a
+/// [`crate::DeviceBuffer`] or a view), and record the operation in each buffer, whose
+/// host accessors, synchronous copies and `Drop` then wait for it (see the crate
+/// docs). The `_sync` copies take any host slice and wait before returning.
+///
+/// ```no_run
+/// use cuda_core::{Context, DeviceBuffer, PinnedBuffer, Stream};
+///
+/// let ctx = Context::new(0)?;
+/// let stream = Stream::new(&ctx)?;
+/// let mut host = PinnedBuffer::<f32>::alloc(1024)?;
+/// host.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32);
+/// let mut dev = DeviceBuffer::<f32>::alloc(1024)?;
+/// stream.memcpy_htod(&host, &mut dev)?; // queued, returns at once
+/// let mut back = PinnedBuffer::<f32>::alloc(1024)?;
+/// stream.memcpy_dtoh(&dev, &mut back)?;
+/// assert_eq!(back[1023], 1023.0); // `Deref` waits for the queued copy
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
 pub struct Stream {
-    raw: CUstream,
-    ctx: Context,
-    owned: bool,
+    state: Arc<StreamState>,
 }
-
-// SAFETY: a CUstream may be used from any thread; the struct is immutable.
-unsafe impl Send for Stream {}
-// SAFETY: as above.
-unsafe impl Sync for Stream {}
 
 impl Stream {
     /// Creates a non-blocking stream in `ctx`.
@@ -31,9 +57,7 @@ impl Stream {
         let _g = ctx.enter()?;
         let raw = result::stream_create(cuda_sys::CU_STREAM_NON_BLOCKING)?;
         Ok(Stream {
-            raw,
-            ctx: ctx.clone(),
-            owned: true,
+            state: Arc::new(StreamState::new(raw, ctx.clone(), true)),
         })
     }
 
@@ -42,48 +66,297 @@ impl Stream {
     ///
     /// # Safety
     /// 1. `raw` is a live stream of `ctx` (or null, the legacy default stream) and
-    ///    stays alive as long as the returned `Stream`.
+    ///    stays alive as long as the returned `Stream`, and as long as buffers with
+    ///    copies queued through it have not waited for them.
     pub unsafe fn from_raw_borrowed(ctx: &Context, raw: CUstream) -> Stream {
         Stream {
-            raw,
-            ctx: ctx.clone(),
-            owned: false,
+            state: Arc::new(StreamState::new(raw, ctx.clone(), false)),
         }
     }
 
     /// Blocks until all work queued on this stream is done.
+    ///
+    /// After a failed stream operation this is what to do, and what it does: when
+    /// the wait fails it also waits for the whole context before returning the
+    /// error, so that no queued copy is left running into or out of memory the
+    /// caller then reuses or frees.
     pub fn synchronize(&self) -> Result<()> {
+        self.state.synchronize()
+    }
+
+    /// Whether all work queued on this stream is done, without waiting
+    /// (`cuStreamQuery`).
+    pub fn query(&self) -> Result<bool> {
+        let upto = self.state.latest();
         // SAFETY: `raw` is alive while `self` is.
-        unsafe { result::stream_synchronize(self.raw) }
+        let done = unsafe { result::stream_query(self.state.raw) }?;
+        if done {
+            self.state.mark_complete(upto);
+        }
+        Ok(done)
+    }
+
+    /// Makes work queued on this stream after this call wait (on the device) until
+    /// `event` has completed (`cuStreamWaitEvent`). An event never recorded does
+    /// not hold anything up.
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        if !event.context().same_as(&self.state.ctx) {
+            return Err(Error::ContextMismatch {
+                op: "Stream::wait",
+                what: "the event",
+            });
+        }
+        let _g = self.state.ctx.enter()?;
+        // SAFETY: both handles are alive while borrowed, in the same context.
+        unsafe { result::stream_wait_event(self.state.raw, event.as_raw()) }
     }
 
     /// The context this stream belongs to.
     pub fn context(&self) -> &Context {
-        &self.ctx
+        &self.state.ctx
     }
 
     /// The raw `CUstream`, for handing to other CUDA libraries. Valid while `self` is.
     pub fn as_raw(&self) -> CUstream {
-        self.raw
+        self.state.raw
+    }
+
+    pub(crate) fn state(&self) -> &Arc<StreamState> {
+        &self.state
+    }
+
+    /// Queues a copy of `src` (page-locked host memory) into the first `src.len()`
+    /// elements of `dst` (device memory) and returns.
+    ///
+    /// Errors, before any driver call: [`Error::DestinationTooShort`] when `dst` is
+    /// shorter than `src`, [`Error::ContextMismatch`] when `dst` lives in another
+    /// context than the stream.
+    pub fn memcpy_htod<T: Pod>(
+        &self,
+        src: &impl PageLockedSlice<T>,
+        dst: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        let op = "memcpy_htod";
+        let bytes = copy_bytes::<T>(op, src.len(), dst.len())?;
+        let (h, d) = (src.host_access(), dst.device_access());
+        self.check_device(op, &d, "the destination device memory")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut uses = host_uses(&h, Access::Read);
+        uses[2] = Some(Use::lock(d.tracker, Access::Write));
+        self.queue(&mut uses, || {
+            // SAFETY: `d` holds at least `bytes` (checked); the host memory holds
+            // `bytes` and, being tracked, is neither written nor freed by safe code
+            // until the copy is known complete; the stream is live and its context
+            // current (entered in `queue`).
+            unsafe {
+                result::memcpy_htod_async(d.ptr, h.ptr.cast::<c_void>(), bytes, self.state.raw)
+            }
+        })
+    }
+
+    /// Queues a copy of `src` (device memory) into the first `src.len()` elements of
+    /// `dst` (page-locked host memory) and returns. Reading `dst` waits for it.
+    ///
+    /// Errors as [`Stream::memcpy_htod`].
+    pub fn memcpy_dtoh<T: Pod>(
+        &self,
+        src: &impl DeviceSlice<T>,
+        dst: &mut impl PageLockedSliceMut<T>,
+    ) -> Result<()> {
+        let op = "memcpy_dtoh";
+        let bytes = copy_bytes::<T>(op, src.len(), dst.len())?;
+        let (d, h) = (src.device_access(), dst.host_access());
+        self.check_device(op, &d, "the source device memory")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut uses = host_uses(&h, Access::Write);
+        uses[2] = Some(Use::lock(d.tracker, Access::Read));
+        self.queue(&mut uses, || {
+            // SAFETY: `d` holds at least `bytes`; the host memory holds `bytes` and,
+            // being tracked, is neither read, written nor freed by safe code until the
+            // copy is known complete; any bytes are a valid `T` (Pod); stream live,
+            // context current.
+            unsafe {
+                result::memcpy_dtoh_async(h.ptr.cast::<c_void>(), d.ptr, bytes, self.state.raw)
+            }
+        })
+    }
+
+    /// Queues a device-to-device copy of `src` into the first `src.len()` elements of
+    /// `dst` and returns. Errors as [`Stream::memcpy_htod`].
+    pub fn memcpy_dtod<T: Pod>(
+        &self,
+        src: &impl DeviceSlice<T>,
+        dst: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        let op = "memcpy_dtod";
+        let bytes = copy_bytes::<T>(op, src.len(), dst.len())?;
+        let (s, d) = (src.device_access(), dst.device_access());
+        self.check_device(op, &s, "the source device memory")?;
+        self.check_device(op, &d, "the destination device memory")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut uses = [
+            Some(Use::lock(s.tracker, Access::Read)),
+            None,
+            None,
+            None,
+        ];
+        // A source and destination from one buffer cannot both be borrowed (one is
+        // `&mut`), so the two trackers differ.
+        uses[1] = Some(Use::lock(d.tracker, Access::Write));
+        self.queue(&mut uses, || {
+            // SAFETY: both hold at least `bytes` (checked) and are tracked; stream
+            // live, context current.
+            unsafe { result::memcpy_dtod_async(d.ptr, s.ptr, bytes, self.state.raw) }
+        })
+    }
+
+    /// Queues setting every byte of `dst` to zero.
+    pub fn memset_zeros<T: Pod>(&self, dst: &mut impl DeviceSliceMut<T>) -> Result<()> {
+        self.memset_bytes(dst, 0)
+    }
+
+    /// Queues setting every byte of `dst` to `value`.
+    pub fn memset_bytes<T: Pod>(&self, dst: &mut impl DeviceSliceMut<T>, value: u8) -> Result<()> {
+        let bytes = dst.len() * std::mem::size_of::<T>();
+        self.memset(dst, "memset_bytes", bytes, |ptr, raw| {
+            // SAFETY: `ptr` holds `bytes` (its length times the element size);
+            // stream live, context current.
+            unsafe { result::memset_d8_async(ptr, value, bytes, raw) }
+        })
+    }
+
+    /// Queues setting every element of `dst`, whose elements must be 4 bytes wide,
+    /// to the bits `value` (for `f32`, `x.to_bits()`). [`Error::InvalidArgument`] for
+    /// other element sizes.
+    pub fn memset_u32<T: Pod>(&self, dst: &mut impl DeviceSliceMut<T>, value: u32) -> Result<()> {
+        if std::mem::size_of::<T>() != 4 {
+            return Err(Error::InvalidArgument {
+                op: "memset_u32",
+                reason: format!(
+                    "elements of {} bytes; memset_u32 needs 4-byte elements",
+                    std::mem::size_of::<T>()
+                ),
+            });
+        }
+        let count = dst.len();
+        self.memset(dst, "memset_u32", count * 4, |ptr, raw| {
+            // SAFETY: `ptr` holds `count` 4-byte elements (device allocations are
+            // 256-byte aligned and views step in whole 4-byte elements, so it is
+            // 4-byte aligned); stream live, context current.
+            unsafe { result::memset_d32_async(ptr, value, count, raw) }
+        })
+    }
+
+    fn memset<T: Pod>(
+        &self,
+        dst: &mut impl DeviceSliceMut<T>,
+        op: &'static str,
+        bytes: usize,
+        enqueue: impl FnOnce(cuda_sys::CUdeviceptr, CUstream) -> Result<()>,
+    ) -> Result<()> {
+        let d = dst.device_access();
+        self.check_device(op, &d, "the device memory")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut uses = [Some(Use::lock(d.tracker, Access::Write)), None, None, None];
+        self.queue(&mut uses, || enqueue(d.ptr, self.state.raw))
+    }
+
+    /// Copies any host memory (pageable or not) into the first `src.len()` elements
+    /// of `dst` in stream order, and waits for the stream before returning, so `src`
+    /// is free again. The driver stages pageable memory itself. Errors as
+    /// [`Stream::memcpy_htod`], plus the wait's.
+    pub fn memcpy_htod_sync<T: Pod>(
+        &self,
+        src: &[T],
+        dst: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        let op = "memcpy_htod_sync";
+        let bytes = copy_bytes::<T>(op, src.len(), dst.len())?;
+        let d = dst.device_access();
+        self.check_device(op, &d, "the destination device memory")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut uses = [Some(Use::lock(d.tracker, Access::Write)), None, None, None];
+        self.queue(&mut uses, || {
+            // SAFETY: `d` holds at least `bytes`; `src` is borrowed until the
+            // synchronisation below returns; stream live, context current.
+            unsafe {
+                result::memcpy_htod_async(d.ptr, src.as_ptr().cast(), bytes, self.state.raw)
+            }
+        })?;
+        drop(uses);
+        self.synchronize()
+    }
+
+    /// Copies `src` into the first `src.len()` elements of any host slice `dst` in
+    /// stream order, and waits for the stream before returning. Errors as
+    /// [`Stream::memcpy_htod`], plus the wait's.
+    pub fn memcpy_dtoh_sync<T: Pod>(&self, src: &impl DeviceSlice<T>, dst: &mut [T]) -> Result<()> {
+        let op = "memcpy_dtoh_sync";
+        let bytes = copy_bytes::<T>(op, src.len(), dst.len())?;
+        let d = src.device_access();
+        self.check_device(op, &d, "the source device memory")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut uses = [Some(Use::lock(d.tracker, Access::Read)), None, None, None];
+        self.queue(&mut uses, || {
+            // SAFETY: `d` holds at least `bytes`; `dst` is exclusively borrowed until
+            // the synchronisation below returns; any bytes are a valid `T`; stream
+            // live, context current.
+            unsafe {
+                result::memcpy_dtoh_async(dst.as_mut_ptr().cast(), d.ptr, bytes, self.state.raw)
+            }
+        })?;
+        drop(uses);
+        self.synchronize()
+    }
+
+    fn check_device(&self, op: &'static str, d: &DeviceAccess<'_>, what: &'static str) -> Result<()> {
+        if d.ctx.same_as(&self.state.ctx) {
+            Ok(())
+        } else {
+            Err(Error::ContextMismatch { op, what })
+        }
+    }
+
+    /// Queues one operation with this stream's context current; see
+    /// [`tracking::queue`].
+    fn queue(&self, uses: &mut [Option<Use<'_>>], enqueue: impl FnOnce() -> Result<()>) -> Result<()> {
+        let _g = self.state.ctx.enter()?;
+        tracking::queue(&self.state, uses, enqueue)
     }
 }
 
-impl Drop for Stream {
-    fn drop(&mut self) {
-        if self.owned {
-            let g = self.ctx.enter();
-            // SAFETY: we created the stream and nothing uses it after this.
-            let _ = unsafe { result::stream_destroy(self.raw) };
-            drop(g);
-        }
+/// Bytes of a copy of `src` elements into `dst` elements, or
+/// [`Error::DestinationTooShort`] when `dst` is shorter.
+fn copy_bytes<T>(op: &'static str, src: usize, dst: usize) -> Result<usize> {
+    if dst < src {
+        return Err(Error::DestinationTooShort { op, src, dst });
     }
+    Ok(src * std::mem::size_of::<T>())
+}
+
+/// The host side's trackers, locked: the allocation's, then a view's own.
+fn host_uses<'a>(h: &HostAccess<'a>, access: Access) -> [Option<Use<'a>>; 4] {
+    let region = h
+        .region
+        .filter(|r| !std::ptr::eq(*r, h.root))
+        .map(|r| Use::lock(r, access));
+    [Some(Use::lock(h.root, access)), region, None, None]
 }
 
 impl fmt::Debug for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Stream")
-            .field("raw", &self.raw)
-            .field("owned", &self.owned)
-            .finish()
+        f.debug_struct("Stream").field("raw", &self.state.raw).finish()
     }
 }

@@ -8,7 +8,7 @@
 //! `LengthMismatch`, `DriverSymbolMissing` and unknown codes; these tests add the
 //! rest.
 
-use cuda_core::result::{check, is_page_locked, PageLockedBlock};
+use cuda_core::result::check;
 use cuda_core::sys::{self, LoadError};
 use cuda_core::{
     byte_len, Context, ContextGuard, DeviceBuffer, DriverError, Error, Event, HostRegistration,
@@ -166,15 +166,6 @@ fn error_display_names_the_numbers() {
         "invalid argument to HostRegistration::new: cannot register an empty slice"
     );
     assert_eq!(
-        Error::DriverNotFound {
-            library: "libcuda.so.1".into(),
-            reason: "cannot open shared object file".into()
-        }
-        .to_string(),
-        "CUDA driver library `libcuda.so.1` not found (is the NVIDIA driver installed?): \
-         cannot open shared object file"
-    );
-    assert_eq!(
         Error::LengthMismatch {
             op: "copy_to_host",
             host: 0,
@@ -240,9 +231,10 @@ fn only_driver_errors_have_a_driver_code() {
             n: 1,
             elem_bytes: 1,
         },
-        Error::DriverNotFound {
-            library: "l".into(),
-            reason: "r".into(),
+        Error::DestinationTooShort {
+            op: "memcpy_dtoh",
+            src: 2,
+            dst: 1,
         },
     ];
     for e in others {
@@ -259,26 +251,25 @@ fn missing_driver_library_converts_to_driver_not_found() {
     let lib = "libdefinitely-not-cuda.so";
     // SAFETY: a library that does not exist runs nothing.
     let load_err = unsafe { sys::Driver::load_from(lib) }.unwrap_err();
-    let LoadError::LibraryNotFound { library, reason } = &load_err else {
+    let LoadError::LibraryNotFound { library, .. } = &load_err else {
         panic!("expected LibraryNotFound, got {load_err:?}");
     };
     assert_eq!(library, lib);
-    assert!(!reason.is_empty(), "the loader's message is kept");
-    let (library, reason) = (library.clone(), reason.clone());
 
     let e: Error = load_err.clone().into();
     assert_eq!(
         e,
         Error::DriverNotFound {
             library: lib.to_owned(),
-            reason: reason.clone()
+            source: load_err.clone()
         }
     );
     assert_eq!(e.driver_code(), None);
-    // Both layers say the same thing, naming the library and the loader's reason.
-    assert_eq!(e.to_string(), load_err.to_string());
-    assert!(e.to_string().contains(&library), "{e}");
-    assert!(e.to_string().ends_with(&reason), "{e}");
+    assert!(e.to_string().contains(lib), "{e}");
+    // The loader's own error is the source, not a string folded into the message.
+    let source = std::error::Error::source(&e).expect("a source");
+    assert_eq!(source.to_string(), load_err.to_string());
+    assert!(source.source().is_some(), "the system loader's error below it");
 }
 
 #[cfg(target_os = "linux")]
@@ -288,12 +279,9 @@ fn library_without_cuda_symbols_converts_to_driver_symbol_missing() {
     let e: Error = unsafe { sys::Driver::load_from("libc.so.6") }
         .unwrap_err()
         .into();
-    assert_eq!(
-        e,
-        Error::DriverSymbolMissing {
-            library: "libc.so.6".into(),
-            symbol: "cuInit"
-        }
+    assert!(
+        matches!(&e, Error::DriverSymbolMissing { library, symbol: "cuInit", .. } if library == "libc.so.6"),
+        "{e:?}"
     );
 }
 
@@ -315,10 +303,8 @@ fn no_driver_is_an_ordinary_error() {
             assert_eq!(DeviceBuffer::<f32>::alloc(4).unwrap_err(), expected);
             assert_eq!(DeviceBuffer::<f32>::zeroed(4).unwrap_err(), expected);
             assert_eq!(PinnedBuffer::<f32>::alloc(4).unwrap_err(), expected);
-            // The failure is remembered, not retried into something else.
+            // Asking again tries again and fails the same way.
             assert_eq!(sys::driver().unwrap_err(), load_err);
-            let v = [1u8; 8];
-            assert!(!is_page_locked(v.as_ptr().cast()));
         }
         Ok(d) => {
             // A driver is present (GPU machine): the no-driver path cannot be
@@ -330,38 +316,3 @@ fn no_driver_is_an_ordinary_error() {
     }
 }
 
-#[test]
-fn ordinary_memory_is_not_page_locked() {
-    // Never fails, with or without a driver.
-    let v: Vec<u64> = (0..4096).map(|i| i * 3 + 1).collect();
-    assert!(!is_page_locked(v.as_ptr().cast()));
-    let on_stack = [7u32; 16];
-    assert!(!is_page_locked(on_stack.as_ptr().cast()));
-    assert!(!is_page_locked(std::ptr::null()));
-}
-
-#[test]
-fn a_page_locked_block_holds_only_ranges_inside_it() {
-    let b = PageLockedBlock {
-        start: 0x1000,
-        size: 0x2000,
-    };
-    assert!(b.holds(0x1000, 0x2000), "the whole block");
-    assert!(b.holds(0x1fff, 1), "one byte inside");
-    assert!(b.holds(0x2fff, 1), "the last byte");
-    assert!(!b.holds(0x2fff, 2), "one byte past the end");
-    assert!(!b.holds(0x0fff, 2), "one byte before the start");
-    assert!(!b.holds(0x3000, 1), "just after");
-    assert!(!b.holds(usize::MAX, 2), "an end that overflows");
-    let unknown = PageLockedBlock::UNKNOWN_EXTENT;
-    assert_eq!((unknown.start, unknown.size), (0, 0));
-    assert!(
-        !unknown.holds(0, 0) && !unknown.holds(0x1000, 1),
-        "a block of unknown extent holds nothing"
-    );
-    let top = PageLockedBlock {
-        start: usize::MAX - 10,
-        size: 20,
-    };
-    assert!(!top.holds(usize::MAX - 5, 1), "a block whose end overflows");
-}

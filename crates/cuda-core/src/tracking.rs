@@ -1,0 +1,296 @@
+//! What queued work still uses a piece of memory, and waiting for it.
+//!
+//! Every operation this crate queues on a [`Stream`](crate::Stream) gets a *ticket*
+//! from that stream, numbered in queue order, after the driver has accepted it. The
+//! stream keeps a *watermark*: every ticket up to it is known to be complete. A
+//! synchronisation through this crate raises the watermark to the last ticket issued
+//! before it began (`Stream::synchronize`, `Event::synchronize` / `query` for the
+//! ticket the event was recorded after), so knowing that a ticket is done costs one
+//! atomic load and no driver call.
+//!
+//! Each buffer (and each mutable pinned view) owns a [`Tracker`]: the stream and the
+//! last tickets of queued operations that read it and that write it. Host access waits
+//! for queued writes (shared access) or for every queued use (exclusive access, drop);
+//! a queued operation on a *different* stream first waits on the host for the previous
+//! stream's uses, so one tracker only ever follows one stream.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cuda_sys::CUstream;
+
+use crate::context::Context;
+use crate::error::Result;
+use crate::{deferred, result};
+
+/// The state behind a [`crate::Stream`]: its handle, its context and its tickets.
+pub(crate) struct StreamState {
+    pub(crate) raw: CUstream,
+    pub(crate) ctx: Context,
+    owned: bool,
+    /// The last ticket issued (issued after the driver accepted the operation).
+    queued: AtomicU64,
+    /// Every ticket up to this one is complete.
+    completed: AtomicU64,
+}
+
+// SAFETY: a CUstream may be used from any thread; the counters are atomics.
+unsafe impl Send for StreamState {}
+// SAFETY: as above.
+unsafe impl Sync for StreamState {}
+
+impl StreamState {
+    pub(crate) fn new(raw: CUstream, ctx: Context, owned: bool) -> StreamState {
+        StreamState {
+            raw,
+            ctx,
+            owned,
+            queued: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+        }
+    }
+
+    /// A ticket for an operation the driver has just accepted on this stream.
+    pub(crate) fn issue(&self) -> u64 {
+        self.queued.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// The last ticket issued so far: a synchronisation that starts now covers it.
+    pub(crate) fn latest(&self) -> u64 {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    /// Whether the operation with ticket `t` is known to be complete.
+    pub(crate) fn is_complete(&self, t: u64) -> bool {
+        self.completed.load(Ordering::Acquire) >= t
+    }
+
+    /// Every ticket up to `t` is complete.
+    pub(crate) fn mark_complete(&self, t: u64) {
+        self.completed.fetch_max(t, Ordering::AcqRel);
+    }
+
+    /// Waits for everything queued on the stream (`cuStreamSynchronize`).
+    ///
+    /// When that fails, it also waits for the whole context (`cuCtxSynchronize`)
+    /// before returning the error, so that no queued copy is left running into or out
+    /// of memory that is then handed back, reused or freed. After such an error the
+    /// stream's work is over one way or the other (done, or ended by the failure), so
+    /// the watermark moves up in both cases.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        let upto = self.latest();
+        // SAFETY: `raw` is alive while `self` is (destroyed in Drop only).
+        let r = unsafe { result::stream_synchronize(self.raw) };
+        if r.is_err() {
+            if let Ok(_g) = self.ctx.enter() {
+                let _ = result::ctx_synchronize();
+            }
+        }
+        self.mark_complete(upto);
+        r
+    }
+
+    /// Waits until ticket `t` is complete.
+    pub(crate) fn wait_for(&self, t: u64) -> Result<()> {
+        if self.is_complete(t) {
+            return Ok(());
+        }
+        self.synchronize()
+    }
+}
+
+impl Drop for StreamState {
+    fn drop(&mut self) {
+        if self.owned {
+            let g = self.ctx.enter();
+            // SAFETY: we created the stream; this is the last reference to it (every
+            // buffer with queued work on it holds an `Arc` to this state).
+            if let Err(e) = unsafe { result::stream_destroy(self.raw) } {
+                deferred::record("cuStreamDestroy", e);
+            }
+            drop(g);
+        }
+    }
+}
+
+/// Bits of [`Tracker::pending`].
+const READS: u8 = 1;
+const WRITES: u8 = 2;
+
+/// How a queued operation uses a piece of memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// The operation reads it (a copy's source).
+    Read,
+    /// The operation writes it (a copy's destination, a memset).
+    Write,
+}
+
+#[derive(Clone, Default)]
+struct Pending {
+    stream: Option<Arc<StreamState>>,
+    /// The last ticket of any queued use (0: none).
+    last_use: u64,
+    /// The last ticket of a queued write (0: none).
+    last_write: u64,
+}
+
+/// The queued work that still uses one piece of memory; see the module notes.
+pub struct Tracker {
+    /// `READS` / `WRITES` while a use of that kind may still be pending: lets host
+    /// access skip the lock (one atomic load) when nothing is queued.
+    pending: AtomicU8,
+    state: Mutex<Pending>,
+}
+
+impl Default for Tracker {
+    fn default() -> Self {
+        Tracker::new()
+    }
+}
+
+impl Tracker {
+    pub(crate) const fn new() -> Tracker {
+        Tracker {
+            pending: AtomicU8::new(0),
+            state: Mutex::new(Pending {
+                stream: None,
+                last_use: 0,
+                last_write: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        // A panic while holding the lock leaves consistent state (plain stores).
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new tracker that starts with this one's pending work (for a view that
+    /// takes over part of this memory).
+    pub(crate) fn snapshot(&self) -> Tracker {
+        let st = self.lock().clone();
+        Tracker {
+            pending: AtomicU8::new(self.pending.load(Ordering::Acquire)),
+            state: Mutex::new(st),
+        }
+    }
+
+    /// Whether any queued use may still be pending (no driver call).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.pending.load(Ordering::Acquire) == 0
+    }
+
+    /// Waits until the host may read (`write == false`) or write and free
+    /// (`write == true`) this memory: until queued writes, or all queued uses, are
+    /// complete. One atomic load when nothing is pending.
+    pub(crate) fn wait_host(&self, write: bool) -> Result<()> {
+        let mask = if write { READS | WRITES } else { WRITES };
+        if self.pending.load(Ordering::Acquire) & mask == 0 {
+            return Ok(());
+        }
+        let mut st = self.lock();
+        wait_pending(&self.pending, &mut st, write)
+    }
+}
+
+/// [`Tracker::wait_host`] with the lock held.
+fn wait_pending(flag: &AtomicU8, st: &mut Pending, write: bool) -> Result<()> {
+    let Some(stream) = st.stream.clone() else {
+        flag.store(0, Ordering::Release);
+        return Ok(());
+    };
+    let needed = if write { st.last_use } else { st.last_write };
+    let r = stream.wait_for(needed);
+    // Even after an error the stream's work is over (see StreamState::synchronize).
+    if stream.is_complete(st.last_use) {
+        *st = Pending::default();
+        flag.store(0, Ordering::Release);
+    } else if stream.is_complete(st.last_write) {
+        st.last_write = 0;
+        flag.store(READS, Ordering::Release);
+    }
+    r
+}
+
+/// One tracker locked for an operation about to be queued, with how the operation
+/// uses its memory.
+pub(crate) struct Use<'a> {
+    flag: &'a AtomicU8,
+    state: MutexGuard<'a, Pending>,
+    access: Access,
+}
+
+impl<'a> Use<'a> {
+    /// Locks `tracker` for an operation that uses its memory as `access`.
+    pub(crate) fn lock(tracker: &'a Tracker, access: Access) -> Use<'a> {
+        Use {
+            flag: &tracker.pending,
+            state: tracker.lock(),
+            access,
+        }
+    }
+
+    /// Makes the memory ready for an operation queued on `stream`: work queued on
+    /// another stream that the operation could race with is waited for on the host.
+    fn prepare(&mut self, stream: &Arc<StreamState>) -> Result<()> {
+        if self
+            .state
+            .stream
+            .as_ref()
+            .is_some_and(|s| !Arc::ptr_eq(s, stream))
+        {
+            // One tracker follows one stream: wait for every use on the old one.
+            wait_pending(self.flag, &mut self.state, true)?;
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, stream: &Arc<StreamState>, ticket: u64) {
+        let st = &mut *self.state;
+        if !st.stream.as_ref().is_some_and(|s| Arc::ptr_eq(s, stream)) {
+            st.stream = Some(Arc::clone(stream));
+        }
+        st.last_use = st.last_use.max(ticket);
+        let mut bits = READS;
+        if self.access == Access::Write {
+            st.last_write = st.last_write.max(ticket);
+            bits |= WRITES;
+        }
+        self.flag.fetch_or(bits, Ordering::AcqRel);
+    }
+}
+
+/// Queues one operation on `stream` with `enqueue`, for memory whose trackers are
+/// `uses` (already locked, in a fixed order: host before device): first waits for
+/// work on other streams that would race with it, then enqueues, then records the
+/// ticket in every tracker. Nothing is recorded when `enqueue` fails.
+pub(crate) fn queue(
+    stream: &Arc<StreamState>,
+    uses: &mut [Option<Use<'_>>],
+    enqueue: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    for u in uses.iter_mut().flatten() {
+        u.prepare(stream)?;
+    }
+    enqueue()?;
+    let ticket = stream.issue();
+    for u in uses.iter_mut().flatten() {
+        u.record(stream, ticket);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idle_tracker_waits_for_nothing() {
+        let t = Tracker::new();
+        assert!(t.is_idle());
+        t.wait_host(false).unwrap();
+        t.wait_host(true).unwrap();
+        assert!(t.snapshot().is_idle());
+    }
+}

@@ -105,21 +105,30 @@
 #![doc = include_str!("../../../docs/measurements-table.md")]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod arrivals;
 mod buffer;
+mod calibration;
+mod capacity;
 mod copy;
+mod job;
+mod pipeline;
 mod pool;
+mod routing;
 mod stats;
+mod sync;
 
-pub use buffer::{
-    default_copy_threads, Calibration, CalibrationSample, Direction, StagingBuffer,
-    DEFAULT_STAGE_MIN_BYTES, MAX_COPY_THREADS, PIPELINE_WINDOW_BYTES,
-};
+pub use buffer::{default_copy_threads, StagingBuffer, MAX_COPY_THREADS};
+pub use calibration::{Calibration, CalibrationSample};
 pub use copy::copy_for_dma;
 #[doc(hidden)]
 pub use copy::copy_streaming;
 pub use cuda_core::{
-    bytemuck, Context, DeviceBuffer, Error, HostRegistration, PinnedBuffer, Result, Stream,
+    bytemuck, check_deferred_errors, Context, DeviceBuffer, Error, Event, HostRegistration,
+    PinnedBuffer, Result, Stream,
 };
+pub use pipeline::PIPELINE_WINDOW_BYTES;
+pub use pool::{pool_threads, pool_threads_started};
+pub use routing::{Direction, PerDirection, DEFAULT_STAGE_MIN_BYTES};
 pub use stats::StagingStats;
 
 /// The seed's routing threshold for [`StagingBuffer::upload`] / [`StagingBuffer::download`]:
@@ -160,9 +169,4 @@ mod tests {
 
     static_assertions::assert_impl_all!(StagingBuffer: Send, Default);
     static_assertions::assert_impl_all!(StagingStats: Copy, Default, std::fmt::Debug, PartialEq);
-
-    #[test]
-    fn default_threshold_is_512_kib() {
-        assert_eq!(DEFAULT_AUTO_STAGE_MAX_BYTES, 524_288);
-    }
 }

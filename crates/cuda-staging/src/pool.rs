@@ -1,367 +1,673 @@
-//! A small persistent pool of copy threads.
+//! The process-wide pool of copy threads that every [`crate::StagingBuffer`] shares.
 //!
-//! Each worker owns one slot. The caller publishes a part of a copy into a worker's
-//! slot, copies its own part, then claims every published part no worker has
-//! claimed yet and copies it itself, and finally waits for the parts workers did
-//! claim (those workers are running, so the wait is bounded by one part's copy). A
-//! parked worker is woken for a large part or when copies come back to back;
-//! otherwise the caller does its part, so a copy is never slower than on one thread
-//! plus a few atomic operations.
-//! Workers spin for a short while after each part (so back-to-back transfers pay no
-//! wake-up), then park. Nothing allocates and no thread is spawned per transfer.
+//! - **Bounded:** one pool per process, started at the first copy that wants help,
+//!   with [`pool_threads`] workers (one fewer than the cores, at most 15) plus one
+//!   scheduler thread: never more threads than cores, however many buffers exist.
+//! - **Shared without waiting on each other:** a copy is published as a [`Job`] in a
+//!   free slot (32 slots, one per concurrent copy); workers claim its parts, the
+//!   publishing thread claims whatever is left and waits only for parts a running
+//!   worker took (bounded by one part). Two buffers copying at once each get the
+//!   workers that are free, and neither waits for the other's copy.
+//! - **Awake when a transfer comes:** a worker spins for [`SPIN`] after its last part
+//!   (back-to-back transfers pay no wake-up), then parks. A buffer whose transfers
+//!   arrive periodically (a frame loop) tells the pool when it expects the next one
+//!   and how many helpers it will want ([`Pool::expect`]); the scheduler thread wakes
+//!   that many workers [`LEAD`] before, and they spin until the transfer comes or
+//!   [`GRACE`] after the predicted time. Buffers in low-latency mode keep their
+//!   helpers spinning between transfers ([`Pool::keep_hot`]).
+//! - **Never waiting for a cold worker:** a parked worker is woken by the publisher
+//!   only for copies of at least [`WAKE_MIN_BYTES`] (and each worker that wakes to
+//!   find work wakes one more); otherwise the publisher copies the parts itself.
+//!
+//! Nothing allocates and no thread starts per transfer.
 
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, OnceLock};
+use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use crate::copy::copy;
+use crate::job::{Job, MAX_PARTS};
+use crate::sync::{spin_hint, AtomicU64, Ordering};
 
-/// How long an idle worker spins before it parks.
-const SPIN: Duration = Duration::from_micros(200);
+/// How long a worker spins after its last part before it parks.
+pub(crate) const SPIN: Duration = Duration::from_micros(200);
+/// How long before a predicted transfer the scheduler wakes its helpers.
+pub(crate) const LEAD: Duration = Duration::from_micros(300);
+/// How long after the predicted time woken helpers wait for the transfer.
+pub(crate) const GRACE: Duration = Duration::from_micros(500);
+/// How often the scheduler looks for new predictions while transfers are arriving.
+const POLL: Duration = Duration::from_millis(1);
+/// With no prediction for this long, the scheduler parks until the next one.
+const IDLE: Duration = Duration::from_millis(250);
+/// A copy of at least this size wakes parked workers when too few are awake.
+pub(crate) const WAKE_MIN_BYTES: usize = 512 << 10;
+/// Concurrent copies the pool takes; more copy on their own thread alone.
+const MAX_JOBS: usize = 32;
+/// Buffers that can hold a prediction at once; the rest simply get none.
+const MAX_CLIENTS: usize = 64;
+/// Parts are cut at this granularity, so no two threads share a page.
+const PART_ALIGN: usize = 4096;
 
-/// A parked worker is woken for a part at least this large, or when copies come
-/// back to back (the previous one less than [`SPIN`] ago). Otherwise (a small copy
-/// after an idle gap, as once per video frame) waking would cost the caller a
-/// system call per worker and tens of microseconds of latency, in which it copies
-/// the part itself.
-const WAKE_MIN_PART_BYTES: usize = 256 << 10;
-
+/// One copy of `len` bytes cut into parts of `per` bytes.
 #[derive(Clone, Copy)]
-pub(crate) struct Part {
-    pub(crate) dst: *mut u8,
-    pub(crate) src: *const u8,
-    pub(crate) len: usize,
-    /// Use streaming (non-temporal) stores; see [`copy`].
-    pub(crate) streaming: bool,
+struct CopyDesc {
+    dst: *mut u8,
+    src: *const u8,
+    len: usize,
+    per: usize,
+    streaming: bool,
 }
 
-impl Part {
-    const EMPTY: Part = Part {
+// SAFETY: the pointers are plain addresses handed over under the job protocol; the
+// publisher keeps both ranges valid and untouched until every part is done.
+unsafe impl Send for CopyDesc {}
+
+impl CopyDesc {
+    const EMPTY: CopyDesc = CopyDesc {
         dst: std::ptr::null_mut(),
         src: std::ptr::null(),
         len: 0,
+        per: 1,
         streaming: false,
     };
 
+    /// Copies part `i`.
+    ///
     /// # Safety
-    /// 1. `src` is readable and `dst` writable for `len` bytes, and the two do not overlap.
-    unsafe fn run(self) {
-        // SAFETY: condition 1.
-        unsafe { copy(self.dst, self.src, self.len, self.streaming) }
+    /// 1. The publisher's ranges are valid (see [`Pool::copy`]) and `i` is a part of
+    ///    this publication, claimed by the caller.
+    unsafe fn run_part(&self, i: usize) {
+        let off = i * self.per;
+        let n = self.per.min(self.len - off);
+        // SAFETY: `off + n <= len`, inside both ranges (condition 1); parts do not
+        // overlap each other.
+        unsafe { copy(self.dst.add(off), self.src.add(off), n, self.streaming) }
     }
 }
 
-/// Aligned to 128 bytes (two cache lines, the unit the adjacent-line prefetcher
-/// pulls) so workers spinning on their own slot do not share a line with another's.
+/// A worker's state, as others see it.
 #[repr(align(128))]
-struct Slot {
-    /// `2 * generation` when a part of that generation is published and unclaimed,
-    /// `2 * generation + 1` once the worker or the caller has claimed it.
-    state: AtomicU64,
-    /// Generation of the last part finished by whoever claimed it.
-    done: AtomicU64,
-    /// Set by the worker just before it parks.
+struct WorkerState {
+    /// Set just before the worker parks.
     sleeping: AtomicBool,
-    part: UnsafeCell<Part>,
+    /// Nanoseconds (pool clock) until which the worker spins even without work.
+    hot_until: AtomicU64,
+    /// Times the worker came back from parking.
+    wakes: AtomicU64,
+    thread: OnceLock<Thread>,
 }
 
-// SAFETY: `part` is written only by the (single, `&mut`) dispatcher before it
-// publishes a generation in `state`, and after every claimed part of the previous
-// generation reported `done`; it is read by the worker only after winning the claim
-// (a compare-exchange on `state` that fails once a newer generation is published),
-// and by the dispatcher, which wrote it. The atomics order each hand-over.
-unsafe impl Sync for Slot {}
-// SAFETY: as above; the raw pointers in `Part` are plain addresses handed over.
-unsafe impl Send for Slot {}
-
-impl Slot {
-    /// Claims the part of generation `gen` if nobody has; the winner copies it.
-    fn claim(&self, gen: u64) -> bool {
-        self.state
-            .compare_exchange(2 * gen, 2 * gen + 1, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
+/// A buffer's prediction of its next transfer.
+#[repr(align(128))]
+struct ClientSlot {
+    in_use: AtomicBool,
+    /// Pool-clock nanoseconds of the predicted next transfer (0: none).
+    next_at: AtomicU64,
+    /// Helpers to wake for it.
+    helpers: AtomicUsize,
+    /// Low-latency mode: keep the helpers spinning until then (0: off).
+    keep_hot_until: AtomicU64,
 }
 
-struct Shared {
-    slots: Vec<Slot>,
+/// The pool; see the module notes.
+pub(crate) struct Pool {
+    jobs: Box<[Job<CopyDesc>]>,
+    /// Bit `j` set while job `j` may have unclaimed parts.
+    active: AtomicU64,
+    workers: Box<[WorkerState]>,
+    /// Workers not parked.
+    awake: AtomicUsize,
+    clients: Box<[ClientSlot]>,
+    scheduler: OnceLock<Thread>,
+    scheduler_idle: AtomicBool,
     shutdown: AtomicBool,
+    epoch: Instant,
 }
 
-/// A fixed set of copy threads owned by one `StagingBuffer`.
-pub(crate) struct CopyPool {
-    shared: Arc<Shared>,
-    handles: Vec<JoinHandle<()>>,
-    generation: u64,
-    last_copy: Option<Instant>,
+/// Workers of the process-wide pool: one fewer than the cores, at most 15 (so with
+/// the scheduler the pool never has more threads than cores), at least 1.
+pub fn pool_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(2, 16) - 1)
 }
 
-impl CopyPool {
-    /// Starts `workers` threads (the caller's thread is one more participant).
-    pub(crate) fn new(workers: usize) -> std::io::Result<CopyPool> {
-        let slots = (0..workers)
-            .map(|_| Slot {
-                state: AtomicU64::new(1),
-                done: AtomicU64::new(0),
-                sleeping: AtomicBool::new(false),
-                part: UnsafeCell::new(Part::EMPTY),
-            })
-            .collect();
-        let shared = Arc::new(Shared {
-            slots,
+static GLOBAL: OnceLock<Option<Arc<Pool>>> = OnceLock::new();
+
+/// The process-wide pool, started on first use; `None` when its threads could not
+/// be started (then every copy runs on its caller's thread).
+pub(crate) fn global() -> Option<&'static Arc<Pool>> {
+    GLOBAL
+        .get_or_init(|| Pool::start(pool_threads()).ok().map(|(p, _)| p))
+        .as_ref()
+}
+
+/// Threads the process-wide pool has started: 0 before the first copy that wants
+/// helpers, then [`pool_threads`] workers plus its scheduler, for the life of the
+/// process, however many buffers use it.
+pub fn pool_threads_started() -> usize {
+    GLOBAL
+        .get()
+        .and_then(Option::as_ref)
+        .map_or(0, |p| p.workers() + 1)
+}
+
+impl Pool {
+    /// Starts a pool of `workers` workers and its scheduler; returns the join
+    /// handles (the process-wide pool never joins them).
+    pub(crate) fn start(workers: usize) -> std::io::Result<(Arc<Pool>, Vec<JoinHandle<()>>)> {
+        let pool = Arc::new(Pool {
+            jobs: (0..MAX_JOBS).map(|_| Job::new(CopyDesc::EMPTY)).collect(),
+            active: AtomicU64::new(0),
+            workers: (0..workers)
+                .map(|_| WorkerState {
+                    sleeping: AtomicBool::new(false),
+                    hot_until: AtomicU64::new(0),
+                    wakes: AtomicU64::new(0),
+                    thread: OnceLock::new(),
+                })
+                .collect(),
+            awake: AtomicUsize::new(workers),
+            clients: (0..MAX_CLIENTS)
+                .map(|_| ClientSlot {
+                    in_use: AtomicBool::new(false),
+                    next_at: AtomicU64::new(0),
+                    helpers: AtomicUsize::new(0),
+                    keep_hot_until: AtomicU64::new(0),
+                })
+                .collect(),
+            scheduler: OnceLock::new(),
+            scheduler_idle: AtomicBool::new(false),
             shutdown: AtomicBool::new(false),
+            epoch: Instant::now(),
         });
-        let mut handles = Vec::with_capacity(workers);
-        for i in 0..workers {
-            let sh = Arc::clone(&shared);
+        let mut handles = Vec::with_capacity(workers + 1);
+        let spawned = (|| -> std::io::Result<()> {
+            for i in 0..workers {
+                let p = Arc::clone(&pool);
+                let h = std::thread::Builder::new()
+                    .name(format!("staging-copy-{i}"))
+                    .spawn(move || p.worker(i))?;
+                let _ = pool.workers[i].thread.set(h.thread().clone());
+                handles.push(h);
+            }
+            let p = Arc::clone(&pool);
             let h = std::thread::Builder::new()
-                .name(format!("staging-copy-{i}"))
-                .spawn(move || worker(&sh, i));
-            match h {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    drop(CopyPool {
-                        shared,
-                        handles,
-                        generation: 0,
-                        last_copy: None,
-                    });
-                    return Err(e);
-                }
+                .name("staging-sched".into())
+                .spawn(move || p.schedule())?;
+            let _ = pool.scheduler.set(h.thread().clone());
+            handles.push(h);
+            Ok(())
+        })();
+        if let Err(e) = spawned {
+            pool.stop(handles);
+            return Err(e);
+        }
+        Ok((pool, handles))
+    }
+
+    /// Stops the workers and the scheduler and joins them (for pools other than the
+    /// process-wide one).
+    pub(crate) fn stop(&self, handles: Vec<JoinHandle<()>>) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        for w in self.workers.iter() {
+            if let Some(t) = w.thread.get() {
+                t.unpark();
             }
         }
-        Ok(CopyPool {
-            shared,
-            handles,
-            generation: 0,
-            last_copy: None,
-        })
+        if let Some(t) = self.scheduler.get() {
+            t.unpark();
+        }
+        for h in handles {
+            let _ = h.join();
+        }
     }
 
-    /// Number of participants in a copy: the workers plus the caller.
-    pub(crate) fn participants(&self) -> usize {
-        self.handles.len() + 1
+    /// Workers in the pool.
+    pub(crate) fn workers(&self) -> usize {
+        self.workers.len()
     }
 
-    /// Copies `len` bytes split over up to `parts` participants, returning when all
-    /// of it is done.
+    /// Workers not parked right now.
+    pub(crate) fn awake(&self) -> usize {
+        self.awake.load(Ordering::Relaxed)
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Pool-clock nanoseconds of `t`.
+    pub(crate) fn at(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// Copies `len` bytes split over up to `parts` threads (the caller and free
+    /// workers), returning when every byte is copied.
     ///
     /// # Safety
     /// 1. `src` is readable and `dst` writable for `len` bytes; they do not overlap;
     ///    nothing else touches either range until this returns.
     pub(crate) unsafe fn copy(
-        &mut self,
+        &self,
         dst: *mut u8,
         src: *const u8,
         len: usize,
         streaming: bool,
         parts: usize,
     ) {
-        let parts = parts.clamp(1, self.participants());
-        // Split on 4 KiB boundaries so no two threads share a cache line or page.
-        let per = len.div_ceil(parts).next_multiple_of(4096);
-        self.generation += 1;
-        let gen = self.generation;
-        let now = Instant::now();
-        let back_to_back = self.last_copy.is_some_and(|t| now.duration_since(t) < SPIN);
-        self.last_copy = Some(now);
-        let mut used = 0;
-        let mut off = per.min(len); // the caller takes the first part
-        while off < len && used < self.handles.len() {
-            let n = per.min(len - off);
-            let slot = &self.shared.slots[used];
-            // SAFETY: every claimed part of the previous generation is done (we waited
-            // for it) and an unclaimed one can no longer be claimed (its generation is
-            // past), so nobody reads `part` until `state` publishes this generation
-            // below. The offsets stay inside the caller's ranges (condition 1).
-            unsafe {
-                *slot.part.get() = Part {
-                    dst: dst.add(off),
-                    src: src.add(off),
-                    len: n,
-                    streaming,
-                };
-            }
-            // SeqCst pairs with the worker's SeqCst `sleeping` store and `state`
-            // re-check: one of the two sides sees the other (no lost wake-up).
-            slot.state.store(2 * gen, Ordering::SeqCst);
-            if (back_to_back || n >= WAKE_MIN_PART_BYTES) && slot.sleeping.load(Ordering::SeqCst) {
-                self.handles[used].thread().unpark();
-            }
-            used += 1;
-            off += n;
-        }
-        // SAFETY: the first part lies inside the caller's ranges (condition 1).
-        unsafe {
-            Part {
-                dst,
-                src,
-                len: per.min(len),
-                streaming,
-            }
-            .run()
+        let parts = parts.clamp(1, (self.workers.len() + 1).min(MAX_PARTS));
+        let slot = if parts > 1 { self.acquire_job() } else { None };
+        let Some(j) = slot else {
+            // SAFETY: condition 1.
+            unsafe { copy(dst, src, len, streaming) };
+            return;
         };
-        for slot in &self.shared.slots[..used] {
-            if slot.claim(gen) {
-                // SAFETY: we wrote this part above and won its claim, so no worker
-                // reads or runs it; its ranges are the caller's (condition 1).
-                unsafe { (*slot.part.get()).run() };
-                slot.done.store(gen, Ordering::Release);
-            }
+        let job = &self.jobs[j];
+        let per = len.div_ceil(parts).next_multiple_of(PART_ALIGN).max(PART_ALIGN);
+        let parts = len.div_ceil(per).max(1);
+        let desc = CopyDesc {
+            dst,
+            src,
+            len,
+            per,
+            streaming,
+        };
+        // SAFETY: we own slot `j` and waited for its last publication before
+        // releasing it; `parts <= MAX_PARTS`.
+        unsafe { job.publish(desc, parts) };
+        self.active.fetch_or(1 << j, Ordering::SeqCst);
+        if len >= WAKE_MIN_BYTES {
+            self.wake(parts - 1);
         }
-        for slot in &self.shared.slots[..used] {
-            // Only parts a running worker claimed are left: a bounded wait.
-            while slot.done.load(Ordering::Acquire) != gen {
-                std::hint::spin_loop();
+        let mut mine = 0;
+        while let Some((i, d)) = job.claim() {
+            // SAFETY: a part we claimed of our own publication (condition 1).
+            unsafe { d.run_part(i) };
+            mine += 1;
+        }
+        self.active.fetch_and(!(1 << j), Ordering::SeqCst);
+        job.wait_done(parts - mine);
+        job.release();
+    }
+
+    fn acquire_job(&self) -> Option<usize> {
+        (0..self.jobs.len()).find(|&j| self.jobs[j].try_acquire())
+    }
+
+    /// Wakes parked workers until about `wanted` are awake (at most two directly:
+    /// each woken worker that finds work left wakes one more).
+    fn wake(&self, wanted: usize) {
+        let mut missing = wanted.saturating_sub(self.awake()).min(2);
+        for w in self.workers.iter() {
+            if missing == 0 {
+                break;
+            }
+            // SeqCst pairs with the worker's `sleeping` store and `active` re-check.
+            if w.sleeping.load(Ordering::SeqCst) {
+                if let Some(t) = w.thread.get() {
+                    t.unpark();
+                }
+                missing -= 1;
             }
         }
     }
-}
 
-fn worker(sh: &Shared, i: usize) {
-    let slot = &sh.slots[i];
-    let mut seen = 0u64;
-    let mut idle_since: Option<Instant> = None;
-    loop {
-        let state = slot.state.load(Ordering::Acquire);
-        let gen = state / 2;
-        if gen != seen {
-            seen = gen;
-            idle_since = None;
-            if state % 2 == 0 && slot.claim(gen) {
-                // SAFETY: we won the claim of a published part (Acquire on `state`
-                // after the dispatcher wrote `part`); the dispatcher does not write it
-                // again before we publish `done`.
-                let part = unsafe { *slot.part.get() };
-                // SAFETY: the dispatcher guarantees the ranges until it sees `done`.
-                unsafe { part.run() };
-                slot.done.store(gen, Ordering::Release);
+    fn worker(&self, i: usize) {
+        let me = &self.workers[i];
+        let mut last_work = self.now_ns();
+        loop {
+            if self.shutdown.load(Ordering::Acquire) {
+                return;
             }
-            continue;
-        }
-        if sh.shutdown.load(Ordering::Acquire) {
-            return;
-        }
-        let start = *idle_since.get_or_insert_with(Instant::now);
-        if start.elapsed() < SPIN {
-            // Watch the slot between pauses: a `pause` takes ~140 cycles on recent
-            // Xeons, so 64 of them unwatched would add microseconds to every part.
-            for _ in 0..64 {
-                if slot.state.load(Ordering::Acquire) / 2 != seen {
-                    break;
+            if self.run_available() {
+                last_work = self.now_ns();
+                continue;
+            }
+            let now = self.now_ns();
+            let spin_until = (last_work + SPIN.as_nanos() as u64)
+                .max(me.hot_until.load(Ordering::Acquire));
+            if now < spin_until {
+                // Watch for work between pauses.
+                for _ in 0..64 {
+                    if self.active.load(Ordering::Acquire) != 0 {
+                        break;
+                    }
+                    spin_hint();
                 }
-                std::hint::spin_loop();
+                continue;
             }
-        } else {
-            slot.sleeping.store(true, Ordering::SeqCst);
-            // Re-check after announcing sleep so a post in between is not missed.
-            if slot.state.load(Ordering::SeqCst) / 2 == seen && !sh.shutdown.load(Ordering::SeqCst)
+            me.sleeping.store(true, Ordering::SeqCst);
+            self.awake.fetch_sub(1, Ordering::Relaxed);
+            // Re-check after announcing sleep, so a publication or a wake-up in
+            // between is not missed.
+            if self.active.load(Ordering::SeqCst) == 0
+                && me.hot_until.load(Ordering::SeqCst) <= now
+                && !self.shutdown.load(Ordering::SeqCst)
             {
                 std::thread::park();
             }
-            slot.sleeping.store(false, Ordering::SeqCst);
-            idle_since = None;
+            me.wakes.fetch_add(1, Ordering::Relaxed);
+            self.awake.fetch_add(1, Ordering::Relaxed);
+            me.sleeping.store(false, Ordering::SeqCst);
+            last_work = self.now_ns();
+            if self.has_unclaimed() {
+                // Woken for a large copy: bring one more helper along.
+                self.wake(self.awake() + 1);
+            }
+        }
+    }
+
+    /// Whether some published job still has parts nobody claimed.
+    fn has_unclaimed(&self) -> bool {
+        let mut active = self.active.load(Ordering::Acquire);
+        while active != 0 {
+            let j = active.trailing_zeros() as usize;
+            active &= active - 1;
+            if self.jobs[j].has_unclaimed() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Runs every part it can claim; whether it ran any.
+    fn run_available(&self) -> bool {
+        let mut ran = false;
+        let mut active = self.active.load(Ordering::Acquire);
+        while active != 0 {
+            let j = active.trailing_zeros() as usize;
+            active &= active - 1;
+            let job = &self.jobs[j];
+            while let Some((k, d)) = job.claim() {
+                // SAFETY: a claimed part of a live publication: its publisher keeps
+                // the ranges valid until it sees the part finished.
+                unsafe { d.run_part(k) };
+                job.finish_part();
+                ran = true;
+            }
+        }
+        ran
+    }
+
+    /// Registers a buffer for predictions; `None` when every slot is taken.
+    pub(crate) fn join(self: &Arc<Self>) -> Option<Client> {
+        let i = (0..self.clients.len()).find(|&i| {
+            self.clients[i]
+                .in_use
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        Some(Client {
+            pool: Arc::clone(self),
+            slot: i,
+        })
+    }
+
+    fn schedule(&self) {
+        loop {
+            if self.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+            let now = self.now_ns();
+            let mut next_fire = u64::MAX;
+            let mut recent = false;
+            for (c, slot) in self.clients.iter().enumerate() {
+                if !slot.in_use.load(Ordering::Acquire) {
+                    continue;
+                }
+                let helpers = slot.helpers.load(Ordering::Acquire);
+                let keep = slot.keep_hot_until.load(Ordering::Acquire);
+                if keep > now {
+                    recent = true;
+                    self.heat(c, helpers, keep);
+                }
+                let at = slot.next_at.load(Ordering::Acquire);
+                if at == 0 {
+                    continue;
+                }
+                recent = true;
+                let fire = at.saturating_sub(LEAD.as_nanos() as u64);
+                if fire <= now {
+                    let until = at + GRACE.as_nanos() as u64;
+                    if now < until {
+                        self.heat(c, helpers, until);
+                    }
+                    let _ = slot
+                        .next_at
+                        .compare_exchange(at, 0, Ordering::AcqRel, Ordering::Relaxed);
+                } else {
+                    next_fire = next_fire.min(fire);
+                }
+            }
+            if next_fire == u64::MAX && !recent {
+                // Announce the idle park, then look once more: a client that stored a
+                // prediction before seeing the announcement is caught here, one that
+                // stores after it sees it and unparks us (both sides SeqCst).
+                self.scheduler_idle.store(true, Ordering::SeqCst);
+                if !self.any_prediction() {
+                    std::thread::park_timeout(IDLE);
+                }
+                self.scheduler_idle.store(false, Ordering::SeqCst);
+            } else {
+                let wait = next_fire
+                    .saturating_sub(self.now_ns())
+                    .min(POLL.as_nanos() as u64);
+                if wait > 0 {
+                    std::thread::park_timeout(Duration::from_nanos(wait));
+                }
+            }
+        }
+    }
+
+    /// Whether any client holds a prediction or keeps its helpers hot.
+    fn any_prediction(&self) -> bool {
+        let now = self.now_ns();
+        self.clients.iter().any(|c| {
+            c.in_use.load(Ordering::SeqCst)
+                && (c.next_at.load(Ordering::SeqCst) != 0
+                    || c.keep_hot_until.load(Ordering::SeqCst) > now)
+        })
+    }
+
+    /// Keeps `helpers` workers of client `c` spinning until `until` (pool clock),
+    /// waking those that are parked.
+    fn heat(&self, c: usize, helpers: usize, until: u64) {
+        let n = self.workers.len();
+        if n == 0 {
+            return;
+        }
+        // Spread clients over the workers, so concurrent buffers wake different ones.
+        let base = c * 7 % n;
+        for k in 0..helpers.min(n) {
+            let w = &self.workers[(base + k) % n];
+            w.hot_until.fetch_max(until, Ordering::SeqCst);
+            if w.sleeping.load(Ordering::SeqCst) {
+                if let Some(t) = w.thread.get() {
+                    t.unpark();
+                }
+            }
         }
     }
 }
 
-impl Drop for CopyPool {
+/// A buffer's registration with the pool, for predictions; released on drop.
+pub(crate) struct Client {
+    pool: Arc<Pool>,
+    slot: usize,
+}
+
+impl Client {
+    /// The next transfer is expected at `at` and will want `helpers` workers.
+    pub(crate) fn expect(&self, at: Instant, helpers: usize) {
+        let slot = &self.pool.clients[self.slot];
+        slot.helpers.store(helpers, Ordering::Release);
+        slot.next_at.store(self.pool.at(at).max(1), Ordering::SeqCst);
+        self.nudge();
+    }
+
+    /// No transfer is expected.
+    pub(crate) fn forget(&self) {
+        self.pool.clients[self.slot]
+            .next_at
+            .store(0, Ordering::Release);
+    }
+
+    /// Low-latency mode: keep `helpers` workers spinning until `until`.
+    pub(crate) fn keep_hot(&self, until: Instant, helpers: usize) {
+        let slot = &self.pool.clients[self.slot];
+        slot.helpers.store(helpers, Ordering::Release);
+        slot.keep_hot_until
+            .store(self.pool.at(until).max(1), Ordering::SeqCst);
+        self.nudge();
+    }
+
+    /// Wakes the scheduler if it parked for lack of predictions (rare: the first
+    /// transfer after a quiet spell).
+    fn nudge(&self) {
+        if self.pool.scheduler_idle.load(Ordering::SeqCst) {
+            if let Some(t) = self.pool.scheduler.get() {
+                t.unpark();
+            }
+        }
+    }
+}
+
+impl Drop for Client {
     fn drop(&mut self) {
-        self.shared.shutdown.store(true, Ordering::SeqCst);
-        for h in &self.handles {
-            h.thread().unpark();
-        }
-        for h in self.handles.drain(..) {
-            let _ = h.join();
-        }
+        let slot = &self.pool.clients[self.slot];
+        slot.next_at.store(0, Ordering::Release);
+        slot.keep_hot_until.store(0, Ordering::Release);
+        slot.in_use.store(false, Ordering::Release);
     }
 }
 
-impl std::fmt::Debug for CopyPool {
+impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CopyPool")
-            .field("workers", &self.handles.len())
-            .finish()
+        f.debug_struct("Client").field("slot", &self.slot).finish()
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
+    /// Pool tests run one at a time: each starts spinning threads, and the timing
+    /// test below needs the cores it asks for (CI machines have two).
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn with_pool(workers: usize, f: impl FnOnce(&Pool)) {
+        let _one_at_a_time = serial();
+        let (pool, handles) = Pool::start(workers).unwrap();
+        f(&pool);
+        pool.stop(handles);
+    }
+
     #[test]
     fn pool_copies_every_byte_at_odd_sizes_and_offsets() {
-        let mut pool = CopyPool::new(3).unwrap();
-        for &len in &[
-            0usize,
-            1,
-            4095,
-            4096,
-            4097,
-            3 * 4096 + 5,
-            1 << 20,
-            (1 << 20) + 13,
-        ] {
-            for streaming in [true, false] {
-                let src: Vec<u8> = (0..len + 3).map(|i| (i * 7 + len) as u8).collect();
-                let mut dst = vec![0xAAu8; len + 5];
-                // SAFETY: both ranges are inside their Vecs and distinct.
-                unsafe {
-                    pool.copy(
-                        dst.as_mut_ptr().add(1),
-                        src.as_ptr().add(3),
-                        len,
-                        streaming,
-                        4,
-                    )
-                };
-                assert_eq!(&dst[1..1 + len], &src[3..3 + len], "len {len}");
-                assert_eq!(dst[0], 0xAA);
-                assert_eq!(dst[1 + len], 0xAA);
+        with_pool(3, |pool| {
+            for &len in &[0usize, 1, 4095, 4096, 4097, 3 * 4096 + 5, 1 << 20, (1 << 20) + 13] {
+                for streaming in [true, false] {
+                    let src: Vec<u8> = (0..len + 3).map(|i| (i * 7 + len) as u8).collect();
+                    let mut dst = vec![0xAAu8; len + 5];
+                    // SAFETY: both ranges are inside their Vecs and distinct.
+                    unsafe { pool.copy(dst.as_mut_ptr().add(1), src.as_ptr().add(3), len, streaming, 4) };
+                    assert_eq!(&dst[1..1 + len], &src[3..3 + len], "len {len}");
+                    assert_eq!(dst[0], 0xAA);
+                    assert_eq!(dst[1 + len], 0xAA);
+                }
             }
-        }
+        });
     }
 
     #[test]
-    fn pool_survives_parking_and_many_generations() {
-        let mut pool = CopyPool::new(2).unwrap();
-        let src: Vec<u8> = (0..64 * 1024).map(|i| i as u8).collect();
-        for round in 0..200 {
-            let mut dst = vec![0u8; src.len()];
-            if round % 50 == 0 {
-                std::thread::sleep(SPIN * 3); // let the workers park
+    fn parked_workers_and_many_generations_lose_nothing() {
+        with_pool(2, |pool| {
+            let src: Vec<u8> = (0..(1usize << 20)).map(|i| (i * 13 + 1) as u8).collect();
+            for round in 0..200usize {
+                if round % 50 == 0 {
+                    std::thread::sleep(SPIN * 3); // let the workers park
+                }
+                let len = [48usize << 10, 1 << 20, 300_001][round % 3];
+                let mut dst = vec![0u8; len];
+                // SAFETY: distinct Vecs, `len` within both.
+                unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), len, round % 2 == 0, 3) };
+                assert_eq!(dst, &src[..len], "round {round}");
             }
-            // SAFETY: distinct Vecs of equal length.
-            unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), src.len(), round % 2 == 0, 3) };
-            assert_eq!(dst, src);
+        });
+    }
+
+    #[test]
+    fn concurrent_copies_from_several_threads_all_land() {
+        with_pool(3, |pool| {
+            std::thread::scope(|s| {
+                for t in 0..6usize {
+                    s.spawn(move || {
+                        let src: Vec<u8> = (0..(256usize << 10)).map(|i| (i * 3 + t) as u8).collect();
+                        for round in 0..100 {
+                            let mut dst = vec![0u8; src.len()];
+                            // SAFETY: distinct Vecs of equal length.
+                            unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), src.len(), round % 2 == 0, 4) };
+                            assert_eq!(dst, src, "thread {t} round {round}");
+                        }
+                    });
+                }
+            });
+        });
+    }
+
+    /// Polls `f` every 100 µs for up to 2 s (room for a loaded machine).
+    fn eventually(what: &str, f: impl Fn() -> bool) {
+        let t = Instant::now();
+        while !f() {
+            assert!(t.elapsed() < Duration::from_secs(2), "never: {what}");
+            std::thread::sleep(Duration::from_micros(100));
         }
     }
 
     #[test]
-    fn parked_workers_are_woken_only_for_large_parts_and_every_byte_lands() {
-        let mut pool = CopyPool::new(3).unwrap();
-        let src: Vec<u8> = (0..(4usize << 20)).map(|i| (i * 13 + 1) as u8).collect();
-        for (round, len) in [(0, 48usize << 10), (1, 4 << 20), (2, 300_001), (3, 4 << 20)] {
-            std::thread::sleep(SPIN * 3); // parked
-            let mut dst = vec![0u8; len];
-            // SAFETY: distinct Vecs, `len` within both.
-            unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), len, round % 2 == 0, 4) };
-            assert_eq!(dst, &src[..len], "round {round}");
-        }
+    fn a_predicted_transfer_wakes_as_many_helpers_as_it_asked_for_ahead_of_time() {
+        let _one_at_a_time = serial();
+        let (pool, handles) = Pool::start(2).unwrap();
+        let client = pool.join().expect("a client slot");
+        eventually("both workers parked", || pool.awake() == 0);
+        let wakes = |w: usize| pool.workers[w].wakes.load(Ordering::Relaxed);
+        let (w0, w1) = (wakes(0), wakes(1));
+        let at = Instant::now() + Duration::from_millis(20);
+        client.expect(at, 1);
+        // The scheduler heats one worker, LEAD before the predicted time, until GRACE
+        // after it; that worker wakes.
+        let heated = pool.at(at) + GRACE.as_nanos() as u64;
+        std::thread::sleep(Duration::from_millis(10));
+        assert_eq!(
+            pool.workers[0].hot_until.load(Ordering::Relaxed),
+            0,
+            "not heated 10 ms ahead of the prediction"
+        );
+        eventually("one worker heated", || {
+            pool.workers[0].hot_until.load(Ordering::Relaxed) == heated
+        });
+        eventually("the heated worker woke", || wakes(0) > w0);
+        assert_eq!(
+            pool.workers[1].hot_until.load(Ordering::Relaxed),
+            0,
+            "the other worker was not asked"
+        );
+        assert_eq!(wakes(1), w1, "nor woken");
+        // With no transfer, it parks again.
+        eventually("parked again", || pool.awake() == 0);
+        drop(client);
+        pool.stop(handles);
     }
 
     #[test]
-    fn caller_and_workers_racing_for_claims_never_lose_or_repeat_a_part() {
-        let mut pool = CopyPool::new(3).unwrap();
-        let src: Vec<u8> = (0..(48usize << 10)).map(|i| (i * 7 + 3) as u8).collect();
-        let mut dst = vec![0u8; src.len()];
-        for round in 0..5000 {
-            dst.fill(0);
-            // SAFETY: distinct Vecs of equal length.
-            unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), src.len(), round % 3 == 0, 4) };
-            assert_eq!(dst, src, "round {round}");
-        }
+    fn pool_size_stays_below_the_cores() {
+        let n = pool_threads();
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        assert!(n >= 1 && n <= 15, "{n}");
+        assert!(n < cores.max(2), "{n} workers plus the scheduler fit {cores} cores");
     }
 }

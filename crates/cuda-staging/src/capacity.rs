@@ -1,0 +1,146 @@
+//! The pinned memory a staging buffer holds, and how it grows.
+
+use cuda_core::{Context, Error, PinnedBuffer, Result};
+
+/// Capacity growth rounds up to this.
+pub(crate) const GROW_GRANULE_BYTES: usize = 64 << 10;
+
+/// The growth policy: at least `required`, at least 1.5x the old capacity (so sizes
+/// creeping up by a few bytes do not re-pin each time), rounded up to 64 KiB.
+pub(crate) fn grow_capacity(old: usize, required: usize) -> Result<usize> {
+    let overflow = || Error::SizeOverflow {
+        op: "StagingBuffer grow",
+        n: required,
+        elem_bytes: 1,
+    };
+    let target = required.max(old.saturating_add(old / 2));
+    match target.checked_next_multiple_of(GROW_GRANULE_BYTES) {
+        Some(c) => Ok(c),
+        None => required
+            .checked_next_multiple_of(GROW_GRANULE_BYTES)
+            .ok_or_else(overflow),
+    }
+}
+
+/// The one pinned allocation of a staging buffer.
+#[derive(Debug, Default)]
+pub(crate) struct Capacity {
+    pinned: Option<PinnedBuffer<u8>>,
+}
+
+impl Capacity {
+    /// Bytes pinned.
+    pub(crate) fn bytes(&self) -> usize {
+        self.pinned.as_ref().map_or(0, |p| p.len())
+    }
+
+    /// The context of the pinned memory, if any is held.
+    pub(crate) fn context(&self) -> Option<&Context> {
+        self.pinned.as_ref().and_then(|p| p.context())
+    }
+
+    /// Grows to at least `bytes` by the growth policy, but not past `limit` (unless
+    /// `bytes` itself is larger), pinning in `ctx`. Returns the new capacity when it
+    /// pinned, `None` when the buffer was large enough. The new buffer is pinned
+    /// before the old one is released, so a failure leaves the old one in place and
+    /// usable.
+    pub(crate) fn ensure(&mut self, bytes: usize, limit: usize, ctx: &Context) -> Result<Option<usize>> {
+        let cap = self.bytes();
+        if bytes <= cap {
+            return Ok(None);
+        }
+        let new_cap = grow_capacity(cap, bytes)?.min(limit.max(bytes));
+        let new = PinnedBuffer::<u8>::alloc_in(ctx, new_cap)?;
+        self.pinned = Some(new);
+        Ok(Some(new_cap))
+    }
+
+    /// The pinned buffer (at least `bytes` long, as ensured before).
+    pub(crate) fn buffer(&mut self, bytes: usize) -> Result<&mut PinnedBuffer<u8>> {
+        match self.pinned.as_mut() {
+            Some(p) if p.len() >= bytes => Ok(p),
+            _ => Err(internal("pinned buffer smaller than ensured")),
+        }
+    }
+
+    /// Releases the pinned memory (after any queued copy that uses it).
+    pub(crate) fn release(&mut self) {
+        self.pinned = None;
+    }
+}
+
+/// An error that would mean a bug here, reported rather than panicking.
+pub(crate) fn internal(what: &str) -> Error {
+    Error::InvalidArgument {
+        op: "StagingBuffer (internal)",
+        reason: what.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_is_at_least_required_and_one_and_a_half_times() {
+        assert_eq!(grow_capacity(0, 1).unwrap(), 64 << 10);
+        assert_eq!(grow_capacity(0, 150_528).unwrap(), 192 << 10);
+        // Creeping by a few bytes re-pins far less than once per step.
+        let mut cap = grow_capacity(0, 150_528).unwrap();
+        let mut grows = 0;
+        for extra in (0..200_000).step_by(16) {
+            let want = 150_528 + extra;
+            if want > cap {
+                cap = grow_capacity(cap, want).unwrap();
+                grows += 1;
+            }
+        }
+        assert!(grows <= 3, "{grows} grows");
+        assert!(cap >= 350_528);
+        assert_eq!(grow_capacity(1 << 20, (1 << 20) + 1).unwrap(), 3 << 19);
+        assert_eq!(grow_capacity(1 << 20, 8 << 20).unwrap(), 8 << 20);
+    }
+
+    #[test]
+    fn growth_near_usize_max_is_an_error_not_a_panic() {
+        assert!(matches!(
+            grow_capacity(0, usize::MAX),
+            Err(Error::SizeOverflow { .. })
+        ));
+        let big = usize::MAX / 4 * 3;
+        assert_eq!(
+            grow_capacity(big, big + 1).unwrap(),
+            (big + 1).next_multiple_of(64 << 10)
+        );
+    }
+
+    #[test]
+    fn an_empty_capacity_has_no_buffer_to_hand_out() {
+        let mut c = Capacity::default();
+        assert_eq!(c.bytes(), 0);
+        assert!(c.context().is_none());
+        assert!(c.buffer(0).is_err(), "nothing pinned yet");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn growth_policy_holds_for_any_sizes(old in 0usize..(1 << 44), required in proptest::prelude::any::<usize>()) {
+            match grow_capacity(old, required) {
+                Ok(cap) => {
+                    proptest::prop_assert!(cap >= required);
+                    proptest::prop_assert_eq!(cap % GROW_GRANULE_BYTES, 0);
+                    if let Some(target) = old.checked_add(old / 2).and_then(|t| t.checked_next_multiple_of(GROW_GRANULE_BYTES)) {
+                        if required <= target {
+                            proptest::prop_assert!(cap >= old + old / 2);
+                        }
+                    }
+                }
+                Err(e) => {
+                    proptest::prop_assert!(required.checked_next_multiple_of(GROW_GRANULE_BYTES).is_none());
+                    let is_overflow = matches!(e, Error::SizeOverflow { .. });
+                    proptest::prop_assert!(is_overflow);
+                }
+            }
+        }
+    }
+}

@@ -284,7 +284,8 @@ impl<T: Pod> fmt::Debug for DeviceBuffer<T> {
     }
 }
 
-/// Part of a [`DeviceBuffer`], read-only: the source of queued copies.
+/// Part of a [`DeviceBuffer`], read-only: the source of queued copies. `Copy`, like
+/// a shared reference.
 pub struct DeviceView<'a, T: Pod> {
     ptr: CUdeviceptr,
     len: usize,
@@ -369,6 +370,14 @@ macro_rules! device_view_common {
 }
 
 device_view_common!(DeviceView);
+
+impl<T: Pod> Clone for DeviceView<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Pod> Copy for DeviceView<'_, T> {}
 device_view_common!(DeviceViewMut);
 
 impl<'a, T: Pod> DeviceView<'a, T> {

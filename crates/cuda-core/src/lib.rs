@@ -68,6 +68,7 @@
 //! see [`check_deferred_errors`] and [`deferred_error_count`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod batch;
 mod context;
 mod deferred;
 mod device_buffer;
@@ -81,6 +82,7 @@ pub mod result;
 mod stream;
 mod tracking;
 
+pub use batch::MAX_BATCH;
 pub use bytemuck;
 pub use context::{Context, ContextGuard};
 pub use cuda_sys as sys;
@@ -200,7 +202,10 @@ mod tests {
             Err(Error::Deferred { what, more, source }) => {
                 assert_eq!(what, "cuMemFree");
                 assert!(more >= 1, "{more}");
-                assert_eq!(source.driver_code(), Some(cuda_sys::CUDA_ERROR_INVALID_VALUE));
+                assert_eq!(
+                    source.driver_code(),
+                    Some(cuda_sys::CUDA_ERROR_INVALID_VALUE)
+                );
             }
             other => panic!("expected the recorded error, got {other:?}"),
         }

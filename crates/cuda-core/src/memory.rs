@@ -126,6 +126,9 @@ mod tests {
             }
         );
         assert!(checked_range("x", 5..4, 10).is_err(), "reversed");
-        assert!(checked_range("x", ..=usize::MAX, 10).is_err(), "end overflows");
+        assert!(
+            checked_range("x", ..=usize::MAX, 10).is_err(),
+            "end overflows"
+        );
     }
 }

@@ -179,7 +179,10 @@ impl<T: Pod> PinnedBuffer<T> {
     /// Two writable views, of elements `..mid` and `mid..`, each with its own record
     /// of queued copies (a double buffer in one allocation). [`crate::Error::OutOfRange`]
     /// when `mid > len`.
-    pub fn split_at_mut(&mut self, mid: usize) -> Result<(PinnedViewMut<'_, T>, PinnedViewMut<'_, T>)> {
+    pub fn split_at_mut(
+        &mut self,
+        mid: usize,
+    ) -> Result<(PinnedViewMut<'_, T>, PinnedViewMut<'_, T>)> {
         checked_range("PinnedBuffer::split_at_mut", ..mid, self.len)?;
         let whole = PinnedViewMut {
             ptr: self.ptr,

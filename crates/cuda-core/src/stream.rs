@@ -200,12 +200,7 @@ impl Stream {
         if bytes == 0 {
             return Ok(());
         }
-        let mut uses = [
-            Some(Use::lock(s.tracker, Access::Read)),
-            None,
-            None,
-            None,
-        ];
+        let mut uses = [Some(Use::lock(s.tracker, Access::Read)), None, None, None];
         // A source and destination from one buffer cannot both be borrowed (one is
         // `&mut`), so the two trackers differ.
         uses[1] = Some(Use::lock(d.tracker, Access::Write));
@@ -289,9 +284,7 @@ impl Stream {
         self.queue(&mut uses, || {
             // SAFETY: `d` holds at least `bytes`; `src` is borrowed until the
             // synchronisation below returns; stream live, context current.
-            unsafe {
-                result::memcpy_htod_async(d.ptr, src.as_ptr().cast(), bytes, self.state.raw)
-            }
+            unsafe { result::memcpy_htod_async(d.ptr, src.as_ptr().cast(), bytes, self.state.raw) }
         })?;
         drop(uses);
         self.synchronize()
@@ -321,7 +314,12 @@ impl Stream {
         self.synchronize()
     }
 
-    fn check_device(&self, op: &'static str, d: &DeviceAccess<'_>, what: &'static str) -> Result<()> {
+    pub(crate) fn check_device(
+        &self,
+        op: &'static str,
+        d: &DeviceAccess<'_>,
+        what: &'static str,
+    ) -> Result<()> {
         if d.ctx.same_as(&self.state.ctx) {
             Ok(())
         } else {
@@ -331,7 +329,11 @@ impl Stream {
 
     /// Queues one operation with this stream's context current; see
     /// [`tracking::queue`].
-    fn queue(&self, uses: &mut [Option<Use<'_>>], enqueue: impl FnOnce() -> Result<()>) -> Result<()> {
+    pub(crate) fn queue(
+        &self,
+        uses: &mut [Option<Use<'_>>],
+        enqueue: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
         let _g = self.state.ctx.enter()?;
         tracking::queue(&self.state, uses, enqueue)
     }
@@ -347,7 +349,7 @@ fn copy_bytes<T>(op: &'static str, src: usize, dst: usize) -> Result<usize> {
 }
 
 /// The host side's trackers, locked: the allocation's, then a view's own.
-fn host_uses<'a>(h: &HostAccess<'a>, access: Access) -> [Option<Use<'a>>; 4] {
+pub(crate) fn host_uses<'a>(h: &HostAccess<'a>, access: Access) -> [Option<Use<'a>>; 4] {
     let region = h
         .region
         .filter(|r| !std::ptr::eq(*r, h.root))
@@ -357,6 +359,8 @@ fn host_uses<'a>(h: &HostAccess<'a>, access: Access) -> [Option<Use<'a>>; 4] {
 
 impl fmt::Debug for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Stream").field("raw", &self.state.raw).finish()
+        f.debug_struct("Stream")
+            .field("raw", &self.state.raw)
+            .finish()
     }
 }

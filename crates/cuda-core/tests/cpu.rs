@@ -269,7 +269,10 @@ fn missing_driver_library_converts_to_driver_not_found() {
     // The loader's own error is the source, not a string folded into the message.
     let source = std::error::Error::source(&e).expect("a source");
     assert_eq!(source.to_string(), load_err.to_string());
-    assert!(source.source().is_some(), "the system loader's error below it");
+    assert!(
+        source.source().is_some(),
+        "the system loader's error below it"
+    );
 }
 
 #[cfg(target_os = "linux")]
@@ -315,4 +318,3 @@ fn no_driver_is_an_ordinary_error() {
         }
     }
 }
-

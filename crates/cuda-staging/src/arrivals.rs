@@ -90,7 +90,8 @@ pub(crate) fn predict_gap(gaps: &[u64]) -> Option<u64> {
         let recent = &gaps[m - cycle..];
         let mean = recent.iter().sum::<u64>() / cycle as u64;
         let tolerance = (mean / 20).max(100_000);
-        let repeats = (0..CHECKED).all(|j| gaps[m - 1 - j].abs_diff(gaps[m - 1 - j - cycle]) <= tolerance);
+        let repeats =
+            (0..CHECKED).all(|j| gaps[m - 1 - j].abs_diff(gaps[m - 1 - j - cycle]) <= tolerance);
         if repeats {
             return Some(gaps[m - cycle]);
         }
@@ -106,14 +107,20 @@ mod tests {
 
     #[test]
     fn a_steady_rhythm_predicts_its_gap_and_noise_predicts_nothing() {
-        assert_eq!(predict_gap(&[16 * MS, 16 * MS, 16 * MS, 16 * MS]), Some(16 * MS));
+        assert_eq!(
+            predict_gap(&[16 * MS, 16 * MS, 16 * MS, 16 * MS]),
+            Some(16 * MS)
+        );
         // Jitter within 5% still counts.
         assert_eq!(
             predict_gap(&[2 * MS, 2 * MS + 50_000, 2 * MS - 40_000, 2 * MS + 10_000]),
             Some(2 * MS + 10_000),
             "the gap one cycle back"
         );
-        assert_eq!(predict_gap(&[16 * MS, 3 * MS, 40 * MS, 7 * MS, 22 * MS]), None);
+        assert_eq!(
+            predict_gap(&[16 * MS, 3 * MS, 40 * MS, 7 * MS, 22 * MS]),
+            None
+        );
         assert_eq!(predict_gap(&[16 * MS, 16 * MS]), None, "too little history");
     }
 
@@ -143,6 +150,10 @@ mod tests {
         assert_eq!(a.predict(), Some(t0 + ms(60)));
         assert_eq!(a.burst_copy_bytes(), 4_915_200);
         a.start(t0 + ms(2000));
-        assert_eq!(a.predict(), None, "a pause past MAX_PERIOD forgets the rhythm");
+        assert_eq!(
+            a.predict(),
+            None,
+            "a pause past MAX_PERIOD forgets the rhythm"
+        );
     }
 }

@@ -3,7 +3,9 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use cuda_core::{byte_len, Context, DeviceBuffer, DeviceView, DeviceViewMut, Error, Event, Result, Stream};
+use cuda_core::{
+    byte_len, Context, DeviceBuffer, DeviceView, DeviceViewMut, Error, Event, Result, Stream,
+};
 
 use crate::arrivals::Arrivals;
 use crate::capacity::{internal, Capacity};
@@ -51,6 +53,8 @@ pub struct StagingBuffer {
     /// Registration with the process-wide copy pool, for predicted transfers.
     client: Option<Client>,
     low_latency: bool,
+    /// Batches go out as one `cuMemcpyBatchAsync` where the driver has it.
+    batch_api: bool,
 }
 
 impl Default for StagingBuffer {
@@ -113,6 +117,7 @@ impl StagingBuffer {
             arrivals: Arrivals::default(),
             client: None,
             low_latency: false,
+            batch_api: true,
         }
     }
 
@@ -270,6 +275,18 @@ impl StagingBuffer {
         }
     }
 
+    /// Whether batches ([`StagingBuffer::download_batch`], [`StagingBuffer::upload_batch`])
+    /// go out as one `cuMemcpyBatchAsync` where the driver has it (the default), or
+    /// as one queued copy per part; both end with one wait.
+    pub fn batch_api(&self) -> bool {
+        self.batch_api
+    }
+
+    /// Sets whether batches use `cuMemcpyBatchAsync` (see [`StagingBuffer::batch_api`]).
+    pub fn set_batch_api(&mut self, on: bool) {
+        self.batch_api = on;
+    }
+
     /// Writes `n` elements straight into pinned memory with `fill`, then copies them
     /// to `dst[..n]`, returning once they have landed.
     ///
@@ -289,12 +306,15 @@ impl StagingBuffer {
             fill(no_bytes(n));
             return Ok(());
         }
-        self.arrivals.start(Instant::now());
+        self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
         fill(cast_mut::<T>(&mut pinned.as_mut_slice()?[..bytes])?);
         let r = stream
-            .memcpy_htod(&pinned.slice(..bytes)?, &mut dst.as_bytes_mut().slice_mut(..bytes)?)
+            .memcpy_htod(
+                &pinned.slice(..bytes)?,
+                &mut dst.as_bytes_mut().slice_mut(..bytes)?,
+            )
             .and_then(|()| stream.synchronize());
         self.finish_transfer(0);
         r?;
@@ -318,7 +338,7 @@ impl StagingBuffer {
         if bytes == 0 {
             return Ok(no_bytes(n));
         }
-        self.arrivals.start(Instant::now());
+        self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
         let r = stream
@@ -378,7 +398,7 @@ impl StagingBuffer {
 
     /// The path `upload` and `download` share: route, move, count.
     pub(crate) fn transfer(&mut self, leg: Leg<'_>, stream: &Stream) -> Result<()> {
-        self.arrivals.start(Instant::now());
+        self.begin_transfer();
         let direction = leg.direction();
         let (host, bytes) = leg.host();
         let route = self.routing.route(stream.context(), direction, host, bytes);
@@ -452,9 +472,19 @@ impl StagingBuffer {
         }
     }
 
+    /// Before a transfer: note when it started (for predictions).
+    pub(crate) fn begin_transfer(&mut self) {
+        self.arrivals.start(Instant::now());
+    }
+
+    /// How this buffer's host copies run.
+    pub(crate) fn copier(&self) -> Copier<'static> {
+        Copier::new(self.pool().map(|p| &**p), self.copy_threads)
+    }
+
     /// After a transfer: note when it ended and tell the pool when the next one is
     /// expected, so it can have helpers awake then.
-    fn finish_transfer(&mut self, copied_bytes: usize) {
+    pub(crate) fn finish_transfer(&mut self, copied_bytes: usize) {
         let now = Instant::now();
         self.arrivals.end(now, copied_bytes);
         if self.copy_threads <= 1 {
@@ -584,7 +614,11 @@ mod tests {
         let mut s = StagingBuffer::new();
         s.set_auto_stage_max_bytes(crate::DEFAULT_AUTO_STAGE_MAX_BYTES);
         assert_eq!(s.auto_stage_max_bytes(), 512 * 1024);
-        assert_eq!(s.stage_min_bytes(Direction::HostToDevice), 0, "the seed's routing has no lower bound");
+        assert_eq!(
+            s.stage_min_bytes(Direction::HostToDevice),
+            0,
+            "the seed's routing has no lower bound"
+        );
         s.set_stage_max_bytes(Direction::DeviceToHost, 0);
         assert_eq!(s.stage_max_bytes(Direction::HostToDevice), 512 * 1024);
         assert_eq!(s.auto_stage_max_bytes(), 0);

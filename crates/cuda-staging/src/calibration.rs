@@ -70,11 +70,8 @@ impl StagingBuffer {
                     let (mut staged, mut pageable) = (Vec::new(), Vec::new());
                     for rep in 0..=REPS {
                         for route_staged in [true, false] {
-                            self.routing.max = PerDirection::both(if route_staged {
-                                usize::MAX
-                            } else {
-                                0
-                            });
+                            self.routing.max =
+                                PerDirection::both(if route_staged { usize::MAX } else { 0 });
                             self.routing.min = PerDirection::both(0);
                             let t = Instant::now();
                             match direction {
@@ -118,10 +115,7 @@ impl StagingBuffer {
             upload: up_min,
             download: down_min,
         };
-        self.routing.max = PerDirection {
-            upload,
-            download,
-        };
+        self.routing.max = PerDirection { upload, download };
         Ok(Calibration {
             upload_stage_min_bytes: up_min,
             upload_stage_max_bytes: upload,

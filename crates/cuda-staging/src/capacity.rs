@@ -44,7 +44,12 @@ impl Capacity {
     /// pinned, `None` when the buffer was large enough. The new buffer is pinned
     /// before the old one is released, so a failure leaves the old one in place and
     /// usable.
-    pub(crate) fn ensure(&mut self, bytes: usize, limit: usize, ctx: &Context) -> Result<Option<usize>> {
+    pub(crate) fn ensure(
+        &mut self,
+        bytes: usize,
+        limit: usize,
+        ctx: &Context,
+    ) -> Result<Option<usize>> {
         let cap = self.bytes();
         if bytes <= cap {
             return Ok(None);

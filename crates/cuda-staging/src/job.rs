@@ -155,7 +155,8 @@ mod loom_tests {
     fn loom_every_part_runs_once_and_the_dispatcher_waits_for_claimed_ones() {
         loom::model(|| {
             let job = Arc::new(Job::new(0usize));
-            let hits: Arc<Vec<AtomicUsize>> = Arc::new((0..8).map(|_| AtomicUsize::new(0)).collect());
+            let hits: Arc<Vec<AtomicUsize>> =
+                Arc::new((0..8).map(|_| AtomicUsize::new(0)).collect());
             assert!(job.try_acquire());
             let worker = {
                 let (job, hits) = (Arc::clone(&job), Arc::clone(&hits));

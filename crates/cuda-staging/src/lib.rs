@@ -106,6 +106,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod arrivals;
+mod batch;
 mod buffer;
 mod calibration;
 mod capacity;
@@ -113,10 +114,12 @@ mod copy;
 mod job;
 mod pipeline;
 mod pool;
+mod ring;
 mod routing;
 mod stats;
 mod sync;
 
+pub use batch::{DownloadBatch, Landed, Part, UploadBatch, MAX_BATCH_PARTS};
 pub use buffer::{default_copy_threads, StagingBuffer, MAX_COPY_THREADS};
 pub use calibration::{Calibration, CalibrationSample};
 pub use copy::copy_for_dma;
@@ -128,6 +131,7 @@ pub use cuda_core::{
 };
 pub use pipeline::PIPELINE_WINDOW_BYTES;
 pub use pool::{pool_threads, pool_threads_started};
+pub use ring::{BatchTicket, RingStats, StagingRing, Ticket, DEFAULT_RING_SLOTS, MAX_RING_SLOTS};
 pub use routing::{Direction, PerDirection, DEFAULT_STAGE_MIN_BYTES};
 pub use stats::StagingStats;
 

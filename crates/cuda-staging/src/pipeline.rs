@@ -46,7 +46,13 @@ pub(crate) struct Plan {
 impl Plan {
     /// `chunk` 0 picks the measured default for the direction (see
     /// [`auto_chunk_bytes`]); `cold` says the copy threads are parked.
-    pub(crate) fn new(bytes: usize, window: usize, chunk: usize, direction: Direction, cold: bool) -> Plan {
+    pub(crate) fn new(
+        bytes: usize,
+        window: usize,
+        chunk: usize,
+        direction: Direction,
+        cold: bool,
+    ) -> Plan {
         let auto = auto_chunk_bytes(bytes, direction, cold);
         let chunk_bytes = if chunk == 0 { auto } else { chunk }.min(window).max(1);
         let chunks = bytes.div_ceil(chunk_bytes);
@@ -142,7 +148,11 @@ impl Stage<'_> {
                 // The DMA that last read this slot has completed after this.
                 events[s].synchronize()?;
             }
-            copier.copy(&mut slot.as_mut_slice()?[..len], &src[off..off + len], streams(len));
+            copier.copy(
+                &mut slot.as_mut_slice()?[..len],
+                &src[off..off + len],
+                streams(len),
+            );
             stream.memcpy_htod(&slot.slice(..len)?, &mut dst.slice_mut(off..off + len)?)?;
             if plan.reuses() {
                 events[s].record(stream)?;
@@ -176,7 +186,10 @@ impl Stage<'_> {
             return Ok(());
         }
         let mut slots = slot_views(window, &plan)?;
-        let issue = |slots: &mut [Option<PinnedViewMut<'_, u8>>], events: &mut [Event], k: usize| -> Result<()> {
+        let issue = |slots: &mut [Option<PinnedViewMut<'_, u8>>],
+                     events: &mut [Event],
+                     k: usize|
+         -> Result<()> {
             let (off, len, s) = plan.chunk(k);
             let slot = slots[s].as_mut().ok_or_else(|| internal("missing slot"))?;
             stream.memcpy_dtoh(&src.slice(off..off + len)?, slot)?;
@@ -261,11 +274,20 @@ mod tests {
             let p = Plan::new(bytes, 2 << 20, 0, Direction::HostToDevice, true);
             assert_eq!(p.chunks, 2, "{bytes}: {p:?}");
             let (_, last, _) = p.chunk(1);
-            assert!(p.chunk_bytes - last < 2 * 4096, "{bytes}: near-even halves, {p:?}");
+            assert!(
+                p.chunk_bytes - last < 2 * 4096,
+                "{bytes}: near-even halves, {p:?}"
+            );
         }
         // Below 64 KiB, and for downloads, cold or not changes nothing.
-        assert_eq!(Plan::new(48 << 10, 1 << 20, 0, Direction::HostToDevice, true).chunks, 1);
-        assert_eq!(Plan::new(150_528, 1 << 20, 0, Direction::DeviceToHost, true).chunks, 1);
+        assert_eq!(
+            Plan::new(48 << 10, 1 << 20, 0, Direction::HostToDevice, true).chunks,
+            1
+        );
+        assert_eq!(
+            Plan::new(150_528, 1 << 20, 0, Direction::DeviceToHost, true).chunks,
+            1
+        );
     }
 
     #[test]

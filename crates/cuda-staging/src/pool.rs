@@ -263,7 +263,10 @@ impl Pool {
             return;
         };
         let job = &self.jobs[j];
-        let per = len.div_ceil(parts).next_multiple_of(PART_ALIGN).max(PART_ALIGN);
+        let per = len
+            .div_ceil(parts)
+            .next_multiple_of(PART_ALIGN)
+            .max(PART_ALIGN);
         let parts = len.div_ceil(per).max(1);
         let desc = CopyDesc {
             dst,
@@ -324,8 +327,8 @@ impl Pool {
                 continue;
             }
             let now = self.now_ns();
-            let spin_until = (last_work + SPIN.as_nanos() as u64)
-                .max(me.hot_until.load(Ordering::Acquire));
+            let spin_until =
+                (last_work + SPIN.as_nanos() as u64).max(me.hot_until.load(Ordering::Acquire));
             if now < spin_until {
                 // Watch for work between pauses.
                 for _ in 0..64 {
@@ -432,9 +435,9 @@ impl Pool {
                     if now < until {
                         self.heat(c, helpers, until);
                     }
-                    let _ = slot
-                        .next_at
-                        .compare_exchange(at, 0, Ordering::AcqRel, Ordering::Relaxed);
+                    let _ =
+                        slot.next_at
+                            .compare_exchange(at, 0, Ordering::AcqRel, Ordering::Relaxed);
                 } else {
                     next_fire = next_fire.min(fire);
                 }
@@ -501,7 +504,8 @@ impl Client {
     pub(crate) fn expect(&self, at: Instant, helpers: usize) {
         let slot = &self.pool.clients[self.slot];
         slot.helpers.store(helpers, Ordering::Release);
-        slot.next_at.store(self.pool.at(at).max(1), Ordering::SeqCst);
+        slot.next_at
+            .store(self.pool.at(at).max(1), Ordering::SeqCst);
         self.nudge();
     }
 
@@ -569,12 +573,29 @@ mod tests {
     #[test]
     fn pool_copies_every_byte_at_odd_sizes_and_offsets() {
         with_pool(3, |pool| {
-            for &len in &[0usize, 1, 4095, 4096, 4097, 3 * 4096 + 5, 1 << 20, (1 << 20) + 13] {
+            for &len in &[
+                0usize,
+                1,
+                4095,
+                4096,
+                4097,
+                3 * 4096 + 5,
+                1 << 20,
+                (1 << 20) + 13,
+            ] {
                 for streaming in [true, false] {
                     let src: Vec<u8> = (0..len + 3).map(|i| (i * 7 + len) as u8).collect();
                     let mut dst = vec![0xAAu8; len + 5];
                     // SAFETY: both ranges are inside their Vecs and distinct.
-                    unsafe { pool.copy(dst.as_mut_ptr().add(1), src.as_ptr().add(3), len, streaming, 4) };
+                    unsafe {
+                        pool.copy(
+                            dst.as_mut_ptr().add(1),
+                            src.as_ptr().add(3),
+                            len,
+                            streaming,
+                            4,
+                        )
+                    };
                     assert_eq!(&dst[1..1 + len], &src[3..3 + len], "len {len}");
                     assert_eq!(dst[0], 0xAA);
                     assert_eq!(dst[1 + len], 0xAA);
@@ -606,11 +627,20 @@ mod tests {
             std::thread::scope(|s| {
                 for t in 0..6usize {
                     s.spawn(move || {
-                        let src: Vec<u8> = (0..(256usize << 10)).map(|i| (i * 3 + t) as u8).collect();
+                        let src: Vec<u8> =
+                            (0..(256usize << 10)).map(|i| (i * 3 + t) as u8).collect();
                         for round in 0..100 {
                             let mut dst = vec![0u8; src.len()];
                             // SAFETY: distinct Vecs of equal length.
-                            unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), src.len(), round % 2 == 0, 4) };
+                            unsafe {
+                                pool.copy(
+                                    dst.as_mut_ptr(),
+                                    src.as_ptr(),
+                                    src.len(),
+                                    round % 2 == 0,
+                                    4,
+                                )
+                            };
                             assert_eq!(dst, src, "thread {t} round {round}");
                         }
                     });
@@ -668,6 +698,9 @@ mod tests {
         let n = pool_threads();
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         assert!(n >= 1 && n <= 15, "{n}");
-        assert!(n < cores.max(2), "{n} workers plus the scheduler fit {cores} cores");
+        assert!(
+            n < cores.max(2),
+            "{n} workers plus the scheduler fit {cores} cores"
+        );
     }
 }

@@ -137,7 +137,13 @@ impl Routing {
     /// page-locked range taken for pageable is staged, and a pageable one taken for
     /// page-locked goes through the driver's copy, which handles any memory; it only
     /// costs speed, for at most [`MEMO_USES`] transfers.
-    fn page_locked(&mut self, ctx: &Context, direction: Direction, host: *const u8, bytes: usize) -> bool {
+    fn page_locked(
+        &mut self,
+        ctx: &Context,
+        direction: Direction,
+        host: *const u8,
+        bytes: usize,
+    ) -> bool {
         let mut memo = self.memo.get(direction);
         if memo.addr == host as usize && memo.bytes == bytes && memo.served < MEMO_USES {
             memo.served += 1;
@@ -197,7 +203,10 @@ mod tests {
         assert!(block_holds(&b, 0x1fff, 0x2000), "one byte inside");
         assert!(block_holds(&b, 0x2fff, 0x3000), "the last byte");
         assert!(!block_holds(&b, 0x2fff, 0x3001), "one byte past the end");
-        assert!(!block_holds(&b, 0x0fff, 0x1001), "one byte before the start");
+        assert!(
+            !block_holds(&b, 0x0fff, 0x1001),
+            "one byte before the start"
+        );
         assert!(!block_holds(&b, 0x3000, 0x3001), "just after");
         assert!(!block_holds(&b, 0x2000, 0x2000), "an empty range");
     }
@@ -224,6 +233,12 @@ mod tests {
         p.set(Direction::DeviceToHost, 9);
         assert_eq!(p.get(Direction::HostToDevice), 3);
         assert_eq!(p.get(Direction::DeviceToHost), 9);
-        assert_eq!(p, PerDirection { upload: 3, download: 9 });
+        assert_eq!(
+            p,
+            PerDirection {
+                upload: 3,
+                download: 9
+            }
+        );
     }
 }

@@ -19,6 +19,9 @@ pub struct StagingStats {
     /// (a `PinnedBuffer`, a `HostRegistration`, driver-allocated memory): DMA straight
     /// from or into it, no host copy.
     pub pinned_source_transfers: u64,
+    /// Batches moved with one wait ([`crate::StagingBuffer::download_batch`],
+    /// [`crate::StagingBuffer::upload_batch`]); their bytes count below.
+    pub batched_transfers: u64,
     /// Bytes moved host to device, all paths.
     pub bytes_uploaded: u64,
     /// Bytes moved device to host, all paths.
@@ -28,8 +31,11 @@ pub struct StagingStats {
 }
 
 impl StagingStats {
-    /// All transfers counted, whatever path they took.
+    /// All transfers counted, whatever path they took (a batch counts once).
     pub fn transfers(&self) -> u64 {
-        self.staged_transfers + self.direct_transfers + self.pinned_source_transfers
+        self.staged_transfers
+            + self.direct_transfers
+            + self.pinned_source_transfers
+            + self.batched_transfers
     }
 }

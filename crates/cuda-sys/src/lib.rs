@@ -400,9 +400,7 @@ impl Driver {
         Err(LoadError::LibraryNotFound {
             library: names.first().copied().unwrap_or_default().to_owned(),
             tried: names.iter().map(|n| (*n).to_owned()).collect(),
-            source: last.unwrap_or_else(|| {
-                LoaderError(Arc::new(libloading::Error::DlOpenUnknown))
-            }),
+            source: last.unwrap_or_else(|| LoaderError(Arc::new(libloading::Error::DlOpenUnknown))),
         })
     }
 
@@ -516,7 +514,10 @@ mod tests {
             source.downcast_ref::<LoaderError>().is_some(),
             "source is the loader's error, not a string: {source:?}"
         );
-        assert!(source.source().is_some(), "and it wraps libloading's own error");
+        assert!(
+            source.source().is_some(),
+            "and it wraps libloading's own error"
+        );
     }
 
     #[test]
@@ -532,7 +533,10 @@ mod tests {
             other => panic!("unexpected {other:?}"),
         }
         let text = err.to_string();
-        assert!(text.contains("tried libcuda-nope-a.so.1, libcuda-nope-b.so"), "{text}");
+        assert!(
+            text.contains("tried libcuda-nope-a.so.1, libcuda-nope-b.so"),
+            "{text}"
+        );
         assert!(DRIVER_LIBRARY_NAMES.contains(&DRIVER_LIBRARY));
     }
 
@@ -544,7 +548,9 @@ mod tests {
         // function of it is called.
         let err = unsafe { Driver::load_from("libc.so.6") }.unwrap_err();
         match &err {
-            LoadError::MissingSymbol { library, symbol, .. } => {
+            LoadError::MissingSymbol {
+                library, symbol, ..
+            } => {
                 assert_eq!((library.as_str(), *symbol), ("libc.so.6", "cuInit"));
             }
             other => panic!("unexpected {other:?}"),

@@ -1,0 +1,422 @@
+//! Several tensors in one transfer: [`DownloadBatch`] (a model's outputs: boxes,
+//! scores, classes) and [`UploadBatch`] (its inputs), moved through one pinned
+//! region with one wait instead of one wait each.
+//!
+//! Every part sits at a 256-byte aligned offset of the region, so each one can be
+//! viewed as its element type. The copies go out as one `cuMemcpyBatchAsync` where
+//! the driver has it (CUDA 12.8 and later), with every source read in stream order
+//! (the "any order" mode could read a source before earlier stream work wrote it),
+//! or as one queued copy per part otherwise; either way one synchronisation ends it.
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use arrayvec::ArrayVec;
+use cuda_core::{byte_len, DeviceBuffer, DeviceView, DeviceViewMut, Error, Result, MAX_BATCH};
+
+use crate::buffer::cast;
+use crate::StagingPod;
+
+/// The most parts one batch holds.
+pub const MAX_BATCH_PARTS: usize = MAX_BATCH;
+
+/// Parts start at multiples of this many bytes of the pinned region.
+pub(crate) const PART_ALIGN: usize = 256;
+
+static NEXT_BATCH_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Where the parts of a batch sit in the pinned region, in bytes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Layout {
+    pub(crate) offsets: ArrayVec<usize, MAX_BATCH>,
+    pub(crate) lens: ArrayVec<usize, MAX_BATCH>,
+    /// Bytes of the region the parts span.
+    pub(crate) total: usize,
+}
+
+impl Layout {
+    /// Places a part of `bytes`; its offset.
+    fn push(&mut self, op: &'static str, bytes: usize) -> Result<usize> {
+        if self.lens.is_full() {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!("a batch holds at most {MAX_BATCH} parts"),
+            });
+        }
+        let offset = self.total.next_multiple_of(PART_ALIGN);
+        let total = offset.checked_add(bytes).ok_or(Error::SizeOverflow {
+            op,
+            n: bytes,
+            elem_bytes: 1,
+        })?;
+        self.offsets.push(offset);
+        self.lens.push(bytes);
+        self.total = total;
+        Ok(offset)
+    }
+}
+
+/// One part of a batch: which elements of the landed region are its own. Hand it
+/// to [`Landed::get`] of the same batch.
+#[derive(Debug)]
+pub struct Part<T> {
+    batch: u64,
+    offset: usize,
+    len: usize,
+    _elem: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Part<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Part<T> {}
+
+impl<T> Part<T> {
+    /// Elements in the part.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the part holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Device buffers to download together; see the [module notes](self).
+///
+/// ```no_run
+/// use cuda_staging::{Context, DeviceBuffer, DownloadBatch, StagingBuffer, Stream};
+///
+/// let ctx = Context::new(0)?;
+/// let stream = Stream::new(&ctx)?;
+/// let (boxes, scores) = (DeviceBuffer::<f32>::zeroed(4 * 100)?, DeviceBuffer::<f32>::zeroed(100)?);
+/// let mut staging = StagingBuffer::new();
+/// let mut batch = DownloadBatch::new();
+/// let b = batch.add(&boxes, 4 * 100)?;
+/// let s = batch.add(&scores, 100)?;
+/// let landed = staging.download_batch(&batch, &stream)?; // one wait for both
+/// let (boxes_host, scores_host) = (landed.get(b)?, landed.get(s)?);
+/// assert_eq!((boxes_host.len(), scores_host.len()), (400, 100));
+/// # Ok::<(), cuda_staging::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct DownloadBatch<'a> {
+    id: u64,
+    pub(crate) srcs: ArrayVec<DeviceView<'a, u8>, MAX_BATCH>,
+    pub(crate) layout: Layout,
+}
+
+impl Default for DownloadBatch<'_> {
+    fn default() -> Self {
+        DownloadBatch::new()
+    }
+}
+
+impl<'a> DownloadBatch<'a> {
+    /// An empty batch.
+    pub fn new() -> DownloadBatch<'a> {
+        DownloadBatch {
+            id: NEXT_BATCH_ID.fetch_add(1, Ordering::Relaxed),
+            srcs: ArrayVec::new(),
+            layout: Layout::default(),
+        }
+    }
+
+    /// Adds `src[..n]`. Errors, changing nothing: `n` past `src.len()`, a byte count
+    /// that overflows, more than [`MAX_BATCH_PARTS`] parts.
+    pub fn add<T: StagingPod>(&mut self, src: &'a DeviceBuffer<T>, n: usize) -> Result<Part<T>> {
+        let op = "DownloadBatch::add";
+        let bytes = byte_len::<T>(op, n)?;
+        if n > src.len() {
+            return Err(Error::ExceedsDeviceBuffer {
+                op,
+                n,
+                len: src.len(),
+            });
+        }
+        let view = src.as_bytes().subview(..bytes)?;
+        let offset = self.layout.push(op, bytes)?;
+        self.srcs.push(view);
+        Ok(Part {
+            batch: self.id,
+            offset,
+            len: n,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Parts added.
+    pub fn len(&self) -> usize {
+        self.srcs.len()
+    }
+
+    /// Whether no part was added.
+    pub fn is_empty(&self) -> bool {
+        self.srcs.is_empty()
+    }
+
+    /// Bytes of pinned memory the batch needs.
+    pub fn region_bytes(&self) -> usize {
+        self.layout.total
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+/// Device buffers to upload together, each from a host slice; see the
+/// [module notes](self). [`StagingBuffer::upload_batch`](crate::StagingBuffer::upload_batch)
+/// copies every slice into one pinned region and sends the parts with one wait.
+#[derive(Debug)]
+pub struct UploadBatch<'a> {
+    pub(crate) dsts: ArrayVec<DeviceViewMut<'a, u8>, MAX_BATCH>,
+    pub(crate) srcs: ArrayVec<&'a [u8], MAX_BATCH>,
+    pub(crate) layout: Layout,
+}
+
+impl Default for UploadBatch<'_> {
+    fn default() -> Self {
+        UploadBatch::new()
+    }
+}
+
+impl<'a> UploadBatch<'a> {
+    /// An empty batch.
+    pub fn new() -> UploadBatch<'a> {
+        UploadBatch {
+            dsts: ArrayVec::new(),
+            srcs: ArrayVec::new(),
+            layout: Layout::default(),
+        }
+    }
+
+    /// Adds `src`, to land in `dst[..src.len()]`. Errors, changing nothing: `src`
+    /// longer than `dst`, more than [`MAX_BATCH_PARTS`] parts.
+    pub fn add<T: StagingPod>(&mut self, dst: &'a mut DeviceBuffer<T>, src: &'a [T]) -> Result<()> {
+        let op = "UploadBatch::add";
+        if src.len() > dst.len() {
+            return Err(Error::ExceedsDeviceBuffer {
+                op,
+                n: src.len(),
+                len: dst.len(),
+            });
+        }
+        let bytes = std::mem::size_of_val(src);
+        if self.dsts.is_full() {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!("a batch holds at most {MAX_BATCH} parts"),
+            });
+        }
+        let view = dst.as_bytes_mut().into_slice_mut(..bytes)?;
+        self.layout.push(op, bytes)?;
+        self.dsts.push(view);
+        self.srcs.push(bytemuck::cast_slice(src));
+        Ok(())
+    }
+
+    /// Parts added.
+    pub fn len(&self) -> usize {
+        self.dsts.len()
+    }
+
+    /// Whether no part was added.
+    pub fn is_empty(&self) -> bool {
+        self.dsts.is_empty()
+    }
+}
+
+/// The landed parts of a [`DownloadBatch`], borrowed from the staging memory until
+/// the next transfer.
+#[derive(Debug)]
+pub struct Landed<'s> {
+    pub(crate) bytes: &'s [u8],
+    pub(crate) batch: u64,
+}
+
+impl<'s> Landed<'s> {
+    /// The elements of `part`. [`Error::InvalidArgument`] for a part of another
+    /// batch.
+    pub fn get<T: StagingPod>(&self, part: Part<T>) -> Result<&'s [T]> {
+        if part.batch != self.batch {
+            return Err(Error::InvalidArgument {
+                op: "Landed::get",
+                reason: "the part belongs to another batch".into(),
+            });
+        }
+        let bytes = part.len * std::mem::size_of::<T>();
+        let region = self
+            .bytes
+            .get(part.offset..part.offset + bytes)
+            .ok_or_else(|| crate::capacity::internal("part outside the landed region"))?;
+        cast::<T>(region)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_sit_at_256_byte_offsets_in_order() {
+        let mut l = Layout::default();
+        assert_eq!(l.push("x", 10).unwrap(), 0);
+        assert_eq!(l.push("x", 4096).unwrap(), 256);
+        assert_eq!(l.push("x", 0).unwrap(), 4352);
+        assert_eq!(l.push("x", 1).unwrap(), 4352);
+        assert_eq!(l.total, 4353);
+    }
+
+    #[test]
+    fn a_batch_refuses_its_seventeenth_part_and_overflow() {
+        let mut l = Layout::default();
+        for _ in 0..MAX_BATCH {
+            l.push("x", 1).unwrap();
+        }
+        let e = l.push("x", 1).unwrap_err();
+        assert!(e.to_string().contains("at most 16 parts"), "{e}");
+        let mut l = Layout::default();
+        l.push("x", 10).unwrap();
+        assert!(matches!(
+            l.push("x", usize::MAX),
+            Err(Error::SizeOverflow { .. })
+        ));
+        assert_eq!(l.lens.len(), 1, "a refused part changes nothing");
+    }
+
+    #[test]
+    fn a_part_reads_only_from_its_own_batch() {
+        let bytes = [0u8; 1024];
+        let landed = Landed {
+            bytes: &bytes,
+            batch: 7,
+        };
+        let mine = Part::<u32> {
+            batch: 7,
+            offset: 256,
+            len: 4,
+            _elem: PhantomData,
+        };
+        assert_eq!(landed.get(mine).unwrap(), &[0u32; 4]);
+        let other = Part::<u32> { batch: 8, ..mine };
+        assert!(landed.get(other).is_err());
+    }
+}
+
+impl crate::StagingBuffer {
+    /// Downloads every part of `batch` into one pinned region, in stream order after
+    /// work already queued on `stream`, with one wait; returns the landed parts
+    /// ([`Landed::get`]), borrowed until the next transfer.
+    ///
+    /// Errors (before any driver call, changing nothing): a part from another context
+    /// than `stream`. An empty batch does nothing.
+    pub fn download_batch(
+        &mut self,
+        batch: &DownloadBatch<'_>,
+        stream: &cuda_core::Stream,
+    ) -> Result<Landed<'_>> {
+        let op = "download_batch";
+        for s in &batch.srcs {
+            if !s.context().same_as(stream.context()) {
+                return Err(Error::ContextMismatch {
+                    op,
+                    what: "a part's device buffer",
+                });
+            }
+        }
+        let total = batch.layout.total;
+        if total == 0 {
+            return Ok(Landed {
+                bytes: &[],
+                batch: batch.id(),
+            });
+        }
+        self.begin_transfer();
+        self.grow(total, usize::MAX, stream.context())?;
+        let use_batch_api = self.batch_api() && stream.has_batch_copies();
+        let pinned = self.capacity.buffer(total)?;
+        let queued = if use_batch_api {
+            stream.memcpy_dtoh_batch(&batch.srcs, &batch.layout.offsets, pinned)
+        } else {
+            batch
+                .srcs
+                .iter()
+                .zip(&batch.layout.offsets)
+                .try_for_each(|(src, &off)| {
+                    stream.memcpy_dtoh(src, &mut pinned.slice_mut(off..off + src.len())?)
+                })
+        };
+        let r = queued.and_then(|()| stream.synchronize());
+        self.finish_transfer(0);
+        r?;
+        self.stats.batched_transfers += 1;
+        self.stats.bytes_downloaded += total as u64;
+        let bytes = &self.capacity.buffer(total)?.as_slice()?[..total];
+        Ok(Landed {
+            bytes,
+            batch: batch.id(),
+        })
+    }
+
+    /// Uploads every part of `batch`: copies each host slice into one pinned region,
+    /// then sends them in stream order after work already queued on `stream`, with
+    /// one wait. Errors as [`StagingBuffer::download_batch`](crate::StagingBuffer::download_batch).
+    pub fn upload_batch(
+        &mut self,
+        batch: &mut UploadBatch<'_>,
+        stream: &cuda_core::Stream,
+    ) -> Result<()> {
+        let op = "upload_batch";
+        for d in &batch.dsts {
+            if !d.context().same_as(stream.context()) {
+                return Err(Error::ContextMismatch {
+                    op,
+                    what: "a part's device buffer",
+                });
+            }
+        }
+        let total = batch.layout.total;
+        if total == 0 {
+            return Ok(());
+        }
+        self.begin_transfer();
+        self.grow(total, usize::MAX, stream.context())?;
+        let use_batch_api = self.batch_api() && stream.has_batch_copies();
+        let copier = self.copier();
+        let pinned = self.capacity.buffer(total)?;
+        {
+            let region = pinned.as_mut_slice()?;
+            for (src, &off) in batch.srcs.iter().zip(&batch.layout.offsets) {
+                copier.copy(
+                    &mut region[off..off + src.len()],
+                    src,
+                    crate::copy::streams(src.len()),
+                );
+            }
+        }
+        let queued = if use_batch_api {
+            stream.memcpy_htod_batch(pinned, &batch.layout.offsets, &mut batch.dsts)
+        } else {
+            batch
+                .dsts
+                .iter_mut()
+                .zip(&batch.layout.offsets)
+                .try_for_each(|(dst, &off)| {
+                    let len = dst.len();
+                    stream.memcpy_htod(&pinned.slice(off..off + len)?, dst)
+                })
+        };
+        let r = queued.and_then(|()| stream.synchronize());
+        let copied: usize = batch.layout.lens.iter().sum();
+        self.finish_transfer(copied);
+        r?;
+        self.stats.batched_transfers += 1;
+        self.stats.bytes_uploaded += total as u64;
+        Ok(())
+    }
+}

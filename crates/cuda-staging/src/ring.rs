@@ -1,0 +1,511 @@
+//! [`StagingRing`]: asynchronous staging through K pinned slots, each guarded by an
+//! event, so the calling thread prepares frame k+1 while frame k is on the link.
+//!
+//! An upload fills a slot (straight, or by copying a slice), queues its DMA and
+//! returns without waiting; it waits only when the slot it comes round to is still in
+//! flight ([`RingStats::slot_waits`]). A download queues its DMA and returns a
+//! [`Ticket`]; [`StagingRing::wait`] waits for that transfer alone and hands out the
+//! slot's bytes in place. A ticket whose slot has since been reused is an error,
+//! never stale data. Slots grow on demand and are kept, so a steady loop allocates
+//! nothing.
+//!
+//! Soundness: a slot is handed out for writing only after the event recorded after
+//! its last DMA completed, and for reading only after its own download's event did;
+//! every DMA is a tracked `cuda-core` operation, so dropping the ring (or growing a
+//! slot) waits for queued copies before freeing pinned memory. The slices `wait`
+//! returns borrow the ring, so no slot can be reused while one is alive (the borrow
+//! checker refuses it).
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cuda_core::{Context, DeviceBuffer, Error, Event, PinnedBuffer, Result, Stream};
+
+use crate::batch::{DownloadBatch, Landed};
+use crate::buffer::{cast, cast_mut, check_transfer, default_copy_threads, no_bytes};
+use crate::capacity::grow_capacity;
+use crate::copy::{streams, Copier};
+use crate::pool;
+use crate::StagingPod;
+
+/// Slots of [`StagingRing::new`]: one in flight, one being filled, one spare.
+pub const DEFAULT_RING_SLOTS: usize = 3;
+/// The most slots a ring can have.
+pub const MAX_RING_SLOTS: usize = 64;
+
+static NEXT_RING_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Counters of a [`StagingRing`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingStats {
+    /// Uploads queued (`upload_with`, `upload`).
+    pub uploads: u64,
+    /// Downloads queued (`download`, `download_batch`).
+    pub downloads: u64,
+    /// Times a call found its slot still in flight and waited for it.
+    pub slot_waits: u64,
+    /// Pinned allocations made (a slot's first use and each growth).
+    pub allocations: u64,
+    /// Bytes queued host to device.
+    pub bytes_uploaded: u64,
+    /// Bytes queued device to host.
+    pub bytes_downloaded: u64,
+}
+
+#[derive(Default)]
+struct Slot {
+    pinned: Option<PinnedBuffer<u8>>,
+    /// Recorded after the slot's last DMA.
+    event: Option<Event>,
+    /// The event was recorded and not yet seen complete.
+    in_flight: bool,
+    /// Bumped each time the slot is used: tickets carry it.
+    generation: u64,
+}
+
+/// What a download's ticket redeems: elements of `T` in one slot.
+#[derive(Debug)]
+#[must_use = "a download's data is read through its ticket"]
+pub struct Ticket<T> {
+    ring: u64,
+    slot: usize,
+    generation: u64,
+    len: usize,
+    _elem: PhantomData<fn() -> T>,
+}
+
+impl<T> Ticket<T> {
+    /// Elements the download moves.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it moves none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// What a batch download's ticket redeems.
+#[derive(Debug)]
+#[must_use = "a download's data is read through its ticket"]
+pub struct BatchTicket {
+    ring: u64,
+    slot: usize,
+    generation: u64,
+    batch: u64,
+    bytes: usize,
+}
+
+/// K pinned slots, each guarded by an event; see the [module notes](self).
+///
+/// ```no_run
+/// use cuda_staging::{Context, DeviceBuffer, StagingRing, Stream};
+///
+/// let ctx = Context::new(0)?;
+/// let stream = Stream::new(&ctx)?;
+/// let mut input = DeviceBuffer::<f32>::alloc(3 * 640 * 640)?;
+/// let output = DeviceBuffer::<f32>::zeroed(84 * 8400)?;
+/// let (mut up, mut down) = (StagingRing::new(), StagingRing::new());
+/// let mut previous = None;
+/// for frame in 0..100 {
+///     // Preprocess frame k straight into pinned memory; returns once queued.
+///     up.upload_with(&mut input, 3 * 640 * 640, &stream, |px| px.fill(frame as f32))?;
+///     // ... queue the model on `stream` here ...
+///     let ticket = down.download(&output, 84 * 8400, &stream)?;
+///     // Meanwhile, post-process frame k-1.
+///     if let Some(t) = previous.replace(ticket) {
+///         let scores: &[f32] = down.wait(&t)?;
+///         assert_eq!(scores.len(), 84 * 8400);
+///     }
+/// }
+/// # Ok::<(), cuda_staging::Error>(())
+/// ```
+pub struct StagingRing {
+    id: u64,
+    slots: Vec<Slot>,
+    next: usize,
+    stats: RingStats,
+    copy_threads: usize,
+}
+
+impl Default for StagingRing {
+    fn default() -> Self {
+        StagingRing::new()
+    }
+}
+
+impl StagingRing {
+    /// A ring of [`DEFAULT_RING_SLOTS`] slots; pins nothing until first use.
+    pub fn new() -> StagingRing {
+        StagingRing::build(DEFAULT_RING_SLOTS)
+    }
+
+    /// A ring of `slots` slots (1 to [`MAX_RING_SLOTS`]; other counts are an
+    /// [`Error::InvalidArgument`]). Pins nothing until first use.
+    pub fn with_slots(slots: usize) -> Result<StagingRing> {
+        if !(1..=MAX_RING_SLOTS).contains(&slots) {
+            return Err(Error::InvalidArgument {
+                op: "StagingRing::with_slots",
+                reason: format!("{slots} slots; a ring has 1 to {MAX_RING_SLOTS}"),
+            });
+        }
+        Ok(StagingRing::build(slots))
+    }
+
+    fn build(slots: usize) -> StagingRing {
+        StagingRing {
+            id: NEXT_RING_ID.fetch_add(1, Ordering::Relaxed),
+            slots: (0..slots).map(|_| Slot::default()).collect(),
+            next: 0,
+            stats: RingStats::default(),
+            copy_threads: default_copy_threads(),
+        }
+    }
+
+    /// Slots in the ring.
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Bytes pinned over all slots.
+    pub fn capacity(&self) -> usize {
+        self.slots
+            .iter()
+            .map(|s| s.pinned.as_ref().map_or(0, |p| p.len()))
+            .sum()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> RingStats {
+        self.stats
+    }
+
+    /// Threads (the calling one included) that share `upload`'s host copy, as
+    /// [`crate::StagingBuffer::set_copy_threads`].
+    pub fn set_copy_threads(&mut self, threads: usize) {
+        self.copy_threads = threads.clamp(1, crate::MAX_COPY_THREADS);
+    }
+
+    /// Waits for every queued transfer of the ring.
+    pub fn synchronize(&mut self) -> Result<()> {
+        for s in &mut self.slots {
+            if s.in_flight {
+                if let Some(e) = &s.event {
+                    e.synchronize()?;
+                }
+                s.in_flight = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `n` elements straight into a slot with `fill`, queues their copy to
+    /// `dst[..n]` on `stream` and returns without waiting for it (it lands in stream
+    /// order, before work queued after it).
+    ///
+    /// Waits only if the slot it comes round to is still in flight. Errors (before
+    /// any driver call, changing nothing) as [`crate::StagingBuffer::upload_with`].
+    /// With `n == 0`, `fill` gets an empty slice and nothing else happens. A panic in
+    /// `fill` leaves the ring valid (the slot was not queued).
+    pub fn upload_with<T: StagingPod, F: FnOnce(&mut [T])>(
+        &mut self,
+        dst: &mut DeviceBuffer<T>,
+        n: usize,
+        stream: &Stream,
+        fill: F,
+    ) -> Result<()> {
+        let bytes = check_transfer::<T>("StagingRing::upload_with", n, dst, stream)?;
+        if bytes == 0 {
+            fill(no_bytes(n));
+            return Ok(());
+        }
+        let k = self.take_slot(bytes, stream.context())?;
+        let slot = &mut self.slots[k];
+        let pinned = slot.pinned.as_mut().ok_or_else(missing)?;
+        fill(cast_mut::<T>(&mut pinned.as_mut_slice()?[..bytes])?);
+        stream.memcpy_htod(
+            &pinned.slice(..bytes)?,
+            &mut dst.as_bytes_mut().into_slice_mut(..bytes)?,
+        )?;
+        self.queued(k, stream)?;
+        self.stats.uploads += 1;
+        self.stats.bytes_uploaded += bytes as u64;
+        Ok(())
+    }
+
+    /// Copies `src` into a slot, queues its copy to `dst[..src.len()]` on `stream`
+    /// and returns without waiting for the DMA (`src` is free again on return).
+    /// Errors as [`StagingRing::upload_with`].
+    pub fn upload<T: StagingPod>(
+        &mut self,
+        dst: &mut DeviceBuffer<T>,
+        src: &[T],
+        stream: &Stream,
+    ) -> Result<()> {
+        let copier = Copier::new(
+            if self.copy_threads > 1 {
+                pool::global().map(|p| &**p)
+            } else {
+                None
+            },
+            self.copy_threads,
+        );
+        self.upload_with(dst, src.len(), stream, |slot: &mut [T]| {
+            let bytes = std::mem::size_of_val(src);
+            copier.copy(
+                bytemuck::cast_slice_mut(slot),
+                bytemuck::cast_slice(src),
+                streams(bytes),
+            );
+        })
+    }
+
+    /// Queues a copy of `src[..n]` into a slot on `stream` and returns a ticket for
+    /// it, without waiting. Redeem it with [`StagingRing::wait`] before the ring
+    /// comes round to the same slot again (`slots()` transfers later). Errors as
+    /// [`crate::StagingBuffer::download_into`].
+    pub fn download<T: StagingPod>(
+        &mut self,
+        src: &DeviceBuffer<T>,
+        n: usize,
+        stream: &Stream,
+    ) -> Result<Ticket<T>> {
+        let bytes = check_transfer::<T>("StagingRing::download", n, src, stream)?;
+        if bytes == 0 {
+            return Ok(Ticket {
+                ring: self.id,
+                slot: usize::MAX,
+                generation: 0,
+                len: n,
+                _elem: PhantomData,
+            });
+        }
+        let k = self.take_slot(bytes, stream.context())?;
+        let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
+        stream.memcpy_dtoh(&src.as_bytes().subview(..bytes)?, pinned)?;
+        self.queued(k, stream)?;
+        self.stats.downloads += 1;
+        self.stats.bytes_downloaded += bytes as u64;
+        Ok(Ticket {
+            ring: self.id,
+            slot: k,
+            generation: self.slots[k].generation,
+            len: n,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Queues the downloads of every part of `batch` into one slot as one batch, and
+    /// returns a ticket for all of them; see [`crate::StagingBuffer::download_batch`].
+    pub fn download_batch(
+        &mut self,
+        batch: &DownloadBatch<'_>,
+        stream: &Stream,
+    ) -> Result<BatchTicket> {
+        for s in &batch.srcs {
+            if !s.context().same_as(stream.context()) {
+                return Err(Error::ContextMismatch {
+                    op: "StagingRing::download_batch",
+                    what: "a part's device buffer",
+                });
+            }
+        }
+        let total = batch.layout.total;
+        if total == 0 {
+            return Ok(BatchTicket {
+                ring: self.id,
+                slot: usize::MAX,
+                generation: 0,
+                batch: batch.id(),
+                bytes: 0,
+            });
+        }
+        let k = self.take_slot(total, stream.context())?;
+        let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
+        if stream.has_batch_copies() {
+            stream.memcpy_dtoh_batch(&batch.srcs, &batch.layout.offsets, pinned)?;
+        } else {
+            for (src, &off) in batch.srcs.iter().zip(&batch.layout.offsets) {
+                stream.memcpy_dtoh(src, &mut pinned.slice_mut(off..off + src.len())?)?;
+            }
+        }
+        self.queued(k, stream)?;
+        self.stats.downloads += 1;
+        self.stats.bytes_downloaded += total as u64;
+        Ok(BatchTicket {
+            ring: self.id,
+            slot: k,
+            generation: self.slots[k].generation,
+            batch: batch.id(),
+            bytes: total,
+        })
+    }
+
+    /// Waits for the download `ticket` stands for (that transfer alone) and returns
+    /// its elements in place. [`Error::InvalidArgument`] when the ticket's slot has
+    /// since been reused (or the ticket is another ring's).
+    pub fn wait<T: StagingPod>(&self, ticket: &Ticket<T>) -> Result<&[T]> {
+        if ticket.len == 0 || std::mem::size_of::<T>() == 0 {
+            self.check_ring(ticket.ring)?;
+            return Ok(no_bytes(ticket.len));
+        }
+        let bytes = ticket.len * std::mem::size_of::<T>();
+        cast::<T>(self.landed(ticket.ring, ticket.slot, ticket.generation, bytes)?)
+    }
+
+    /// Waits for the batch `ticket` stands for and returns its parts in place.
+    /// Errors as [`StagingRing::wait`].
+    pub fn wait_batch(&self, ticket: &BatchTicket) -> Result<Landed<'_>> {
+        if ticket.bytes == 0 {
+            self.check_ring(ticket.ring)?;
+            return Ok(Landed {
+                bytes: &[],
+                batch: ticket.batch,
+            });
+        }
+        let bytes = self.landed(ticket.ring, ticket.slot, ticket.generation, ticket.bytes)?;
+        Ok(Landed {
+            bytes,
+            batch: ticket.batch,
+        })
+    }
+
+    fn check_ring(&self, ring: u64) -> Result<()> {
+        if ring == self.id {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument {
+                op: "StagingRing::wait",
+                reason: "the ticket belongs to another ring".into(),
+            })
+        }
+    }
+
+    /// The first `bytes` of slot `k` once the transfer of `generation` landed.
+    fn landed(&self, ring: u64, k: usize, generation: u64, bytes: usize) -> Result<&[u8]> {
+        self.check_ring(ring)?;
+        let slot = self.slots.get(k).ok_or_else(missing)?;
+        if slot.generation != generation {
+            return Err(Error::InvalidArgument {
+                op: "StagingRing::wait",
+                reason: format!(
+                    "stale ticket: slot {k} now holds transfer {} of the slot, the ticket \
+                     is for transfer {generation}; redeem tickets within {} transfers of \
+                     the ring",
+                    slot.generation,
+                    self.slots.len()
+                ),
+            });
+        }
+        if let Some(e) = &slot.event {
+            e.synchronize()?;
+        }
+        let pinned = slot.pinned.as_ref().ok_or_else(missing)?;
+        Ok(&pinned.as_slice()?[..bytes])
+    }
+
+    /// The next slot, free (its last DMA complete) and holding at least `bytes`.
+    fn take_slot(&mut self, bytes: usize, ctx: &Context) -> Result<usize> {
+        let k = self.next;
+        let slot = &mut self.slots[k];
+        if slot.in_flight {
+            let done = match &slot.event {
+                Some(e) => e.query()?,
+                None => true,
+            };
+            if !done {
+                self.stats.slot_waits += 1;
+                if let Some(e) = &slot.event {
+                    e.synchronize()?;
+                }
+            }
+            slot.in_flight = false;
+        }
+        let cap = slot.pinned.as_ref().map_or(0, |p| p.len());
+        if bytes > cap {
+            // The new buffer is pinned before the old one is released.
+            slot.pinned = Some(PinnedBuffer::<u8>::alloc_in(
+                ctx,
+                grow_capacity(cap, bytes)?,
+            )?);
+            self.stats.allocations += 1;
+        }
+        if slot
+            .event
+            .as_ref()
+            .is_some_and(|e| !e.context().same_as(ctx))
+            || slot.event.is_none()
+        {
+            slot.event = Some(Event::new(ctx)?);
+        }
+        slot.generation += 1;
+        self.next = (k + 1) % self.slots.len();
+        Ok(k)
+    }
+
+    /// Slot `k`'s DMA was queued on `stream`: record its event.
+    fn queued(&mut self, k: usize, stream: &Stream) -> Result<()> {
+        let slot = &mut self.slots[k];
+        match slot.event.as_mut() {
+            Some(e) => e.record(stream)?,
+            None => return Err(missing()),
+        }
+        slot.in_flight = true;
+        Ok(())
+    }
+}
+
+fn missing() -> Error {
+    crate::capacity::internal("ring slot not prepared")
+}
+
+impl std::fmt::Debug for StagingRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StagingRing")
+            .field("slots", &self.slots.len())
+            .field("capacity", &self.capacity())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ring_has_one_to_64_slots_and_pins_nothing_at_first() {
+        let r = StagingRing::new();
+        assert_eq!(r.slots(), DEFAULT_RING_SLOTS);
+        assert_eq!(r.capacity(), 0);
+        assert_eq!(r.stats(), RingStats::default());
+        assert_eq!(StagingRing::with_slots(1).unwrap().slots(), 1);
+        assert_eq!(StagingRing::with_slots(64).unwrap().slots(), 64);
+        for bad in [0, 65] {
+            let e = StagingRing::with_slots(bad).unwrap_err();
+            assert!(e.to_string().contains("a ring has 1 to 64"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_ticket_of_another_ring_or_a_reused_slot_is_refused() {
+        let a = StagingRing::new();
+        let b = StagingRing::new();
+        let t = Ticket::<f32> {
+            ring: b.id,
+            slot: 0,
+            generation: 1,
+            len: 4,
+            _elem: PhantomData,
+        };
+        let e = a.wait(&t).unwrap_err();
+        assert!(e.to_string().contains("another ring"), "{e}");
+        // Slot 0 of `b` has generation 0 (never used): generation 1 is not it.
+        let e = b.wait(&Ticket { generation: 5, ..t }).unwrap_err();
+        assert!(e.to_string().contains("stale ticket"), "{e}");
+        // An empty download needs no slot.
+        let empty = Ticket::<f32> { len: 0, ..t };
+        assert_eq!(b.wait(&empty).unwrap(), &[] as &[f32]);
+    }
+}

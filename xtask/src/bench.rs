@@ -9,6 +9,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use cargo_metadata::TargetKind;
+
 use crate::cargo_util::{self, Metadata};
 use crate::render::{self, Machine};
 use crate::{probe, project_root, Context, Result};
@@ -195,7 +197,7 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
     let meta = Metadata::load()?;
     let built = cargo_util::build(&["bench", "-p", "benches", "--no-run"], &[], &meta)?;
     let mut names: Vec<String> = Vec::new();
-    for a in built.iter().filter(|a| a.is_kind("bench")) {
+    for a in built.iter().filter(|a| a.is_kind(TargetKind::Bench)) {
         let name = a.bundle_name();
         if !names.contains(&name) {
             cargo_util::copy_executable(&a.executable, &bin, &name)?;

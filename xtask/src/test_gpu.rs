@@ -16,6 +16,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cargo_metadata::TargetKind;
+
 use crate::cargo_util::{self, Artifact, Metadata, TestCounts};
 use crate::{probe, Result};
 
@@ -58,7 +60,7 @@ fn test_executables(meta: &Metadata) -> Result<Vec<Artifact>> {
     let mut by_name = BTreeMap::new();
     for a in built {
         // A criterion bench built in test mode is not a libtest harness.
-        if a.test && !a.is_kind("bench") {
+        if a.test && !a.is_kind(TargetKind::Bench) {
             by_name.insert(a.bundle_name(), a);
         }
     }

@@ -4,12 +4,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
 use cargo_metadata::TargetKind;
+use xshell::cmd;
 
 use crate::cargo_util::{self, Metadata};
 use crate::render::{self, Machine};
@@ -74,17 +74,17 @@ fn local(args: &Args) -> Result<()> {
     };
     // Results older than this run are stale: render only what this run wrote.
     let started = SystemTime::now() - Duration::from_secs(1);
-    let mut cmd = cargo_util::cargo();
-    cmd.args(["bench", "-p", "benches"])
+    let sh = cargo_util::shell()?;
+    let mut cmd = cargo_util::cargo(&sh)
+        .args(["bench", "-p", "benches"])
         .env("CRITERION_HOME", &home);
     if args.quick {
-        cmd.env("BENCH_QUICK", "1");
+        cmd = cmd.env("BENCH_QUICK", "1");
     }
     if !args.bench_args.is_empty() {
-        cmd.arg("--").args(&args.bench_args);
+        cmd = cmd.arg("--").args(&args.bench_args);
     }
-    eprintln!("running {}", cargo_util::show(&cmd));
-    cargo_util::run_status(&mut cmd)?;
+    cmd.run()?;
     let records = render::load_criterion(&home, Some(started))?;
     if records.is_empty() {
         return Err(format!("the benches wrote no result under {}", home.display()).into());
@@ -103,15 +103,6 @@ fn local(args: &Args) -> Result<()> {
     render::write_docs(&machine, &records, &docs_dir(args))
 }
 
-/// Removes a folder when dropped.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
 fn report(args: &Args, path: &Path) -> Result<()> {
     if !path.is_dir() {
         return Err(format!(
@@ -120,22 +111,18 @@ fn report(args: &Args, path: &Path) -> Result<()> {
         )
         .into());
     }
+    // The shell below runs in the workspace root, not where the path was given.
+    let path =
+        &std::path::absolute(path).with_context(|| format!("--report {}", path.display()))?;
     let machine = machine_from(path)?;
     let tarball = path.join("criterion.tar.gz");
-    let _unpacked;
+    let sh = cargo_util::shell()?;
+    let unpacked;
     let home = if tarball.is_file() {
-        let tmp = std::env::temp_dir().join(format!("xtask-bench-report-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-        _unpacked = TempDir(tmp.clone());
-        cargo_util::run_status(
-            Command::new("tar")
-                .arg("-xzf")
-                .arg(&tarball)
-                .arg("-C")
-                .arg(&tmp),
-        )?;
-        tmp
+        unpacked = sh.create_temp_dir()?;
+        let tmp = unpacked.path();
+        cmd!(sh, "tar -xzf {tarball} -C {tmp}").run()?;
+        tmp.to_path_buf()
     } else if path.join("criterion").is_dir() {
         path.join("criterion")
     } else {
@@ -194,8 +181,9 @@ fn machine_from(results: &Path) -> Result<Machine> {
 fn bundle(args: &Args, dir: &Path) -> Result<()> {
     let dir = cargo_util::prepare_bundle(dir)?;
     let bin = dir.join("bin");
+    let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let built = cargo_util::build(&["bench", "-p", "benches", "--no-run"], &[], &meta)?;
+    let built = cargo_util::build(&sh, &["bench", "-p", "benches", "--no-run"], &meta)?;
     let mut names: Vec<String> = Vec::new();
     for a in built.iter().filter(|a| a.is_kind(TargetKind::Bench)) {
         let name = a.bundle_name();
@@ -208,7 +196,7 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
         return Err("cargo bench -p benches built no bench executable".into());
     }
     names.sort();
-    cargo_util::bundle_xtask(&bin, &meta)?;
+    cargo_util::bundle_xtask(&sh, &bin, &meta)?;
     let words = |items: &[String]| {
         items
             .iter()
@@ -330,16 +318,15 @@ mod tests {
 
     #[test]
     fn machine_from_results() {
-        let dir = std::env::temp_dir().join(format!("xtask-machine-{}", std::process::id()));
-        let _guard = TempDir(dir.clone());
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = xshell::Shell::new().unwrap().create_temp_dir().unwrap();
+        let dir = tmp.path();
         fs::write(
             dir.join("device.json"),
             r#"{"device_name":"NVIDIA H200","driver_version":"13.0","device_count":1,"date":"2026-01-02"}"#,
         )
         .unwrap();
         fs::write(dir.join("commit.txt"), "abc1234\n").unwrap();
-        let m = machine_from(&dir).unwrap();
+        let m = machine_from(dir).unwrap();
         assert_eq!(m.device_name, "NVIDIA H200");
         assert_eq!(m.driver_version, "13.0");
         assert_eq!(m.date, "2026-01-02");

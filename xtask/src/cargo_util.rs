@@ -1,5 +1,10 @@
 //! Shared machinery: running cargo and collecting the executables it builds, running
 //! test executables with their output captured, libtest summaries, bundle folders.
+//!
+//! Commands are built with xshell, which quotes nothing by hand, echoes what it runs and
+//! turns a non-zero exit into an error. The two that must be read while they run (cargo's
+//! JSON messages, a test executable's output echoed as it comes) are turned into a
+//! `std::process::Command` and spawned with a pipe: xshell only returns output at the end.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -10,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
 use cargo_metadata::{Message, MetadataCommand, PackageId, TargetKind};
+use xshell::{Cmd, Shell};
 
 use crate::{human_bytes, project_root, Context, Result};
 
@@ -18,32 +24,16 @@ fn cargo_program() -> OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
-/// `cargo` as the one running us (`$CARGO`), in the workspace root.
-pub fn cargo() -> Command {
-    let mut cmd = Command::new(cargo_program());
-    cmd.current_dir(project_root());
-    cmd
+/// A shell whose commands run in the workspace root.
+pub fn shell() -> Result<Shell> {
+    let sh = Shell::new().context("cannot set up a shell")?;
+    sh.change_dir(project_root());
+    Ok(sh)
 }
 
-/// Runs `cmd` to completion with inherited output; an error unless it exits 0.
-pub fn run_status(cmd: &mut Command) -> Result<()> {
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot run {}", show(cmd)))?;
-    if !status.success() {
-        return Err(format!("{} failed ({status})", show(cmd)).into());
-    }
-    Ok(())
-}
-
-/// A command as it would be typed.
-pub fn show(cmd: &Command) -> String {
-    let mut s = cmd.get_program().to_string_lossy().into_owned();
-    for a in cmd.get_args() {
-        s.push(' ');
-        s.push_str(&a.to_string_lossy());
-    }
-    s
+/// `cargo` as the one running us (`$CARGO`), in the shell's folder.
+pub fn cargo(sh: &Shell) -> Cmd<'_> {
+    sh.cmd(cargo_program())
 }
 
 /// The parts of `cargo metadata` we use.
@@ -156,21 +146,21 @@ impl Artifact {
 
 /// Runs `cargo <args> --message-format=json-render-diagnostics` (diagnostics and
 /// progress still reach the terminal) and returns every executable it reports.
-pub fn build(args: &[&str], envs: &[(&str, &str)], meta: &Metadata) -> Result<Vec<Artifact>> {
-    let mut cmd = cargo();
-    cmd.args(args)
-        .arg("--message-format=json-render-diagnostics")
-        .envs(envs.iter().copied())
-        .stdout(Stdio::piped());
-    eprintln!("running {}", show(&cmd));
-    let mut child = cmd
+pub fn build(sh: &Shell, args: &[&str], meta: &Metadata) -> Result<Vec<Artifact>> {
+    let cmd = cargo(sh)
+        .args(args)
+        .arg("--message-format=json-render-diagnostics");
+    let shown = cmd.to_string();
+    eprintln!("$ {shown}");
+    let mut child = Command::from(cmd)
+        .stdout(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot run {}", show(&cmd)))?;
+        .with_context(|| format!("cannot run {shown}"))?;
     let stdout = child.stdout.take().ok_or("cargo's stdout was not piped")?;
     let artifacts = artifacts(BufReader::new(stdout), meta);
     let status = child.wait().context("waiting for cargo")?;
     if !status.success() {
-        return Err(format!("{} failed ({status})", show(&cmd)).into());
+        return Err(format!("{shown} failed ({status})").into());
     }
     artifacts
 }
@@ -187,13 +177,18 @@ fn artifacts(messages: impl BufRead, meta: &Metadata) -> Result<Vec<Artifact>> {
 }
 
 /// Runs `cmd`, echoing its stdout as it comes and returning it with the exit status
-/// (stderr passes straight through). libtest prints its results to stdout.
-pub fn run_tee(cmd: &mut Command) -> Result<(ExitStatus, String)> {
-    cmd.stdout(Stdio::piped());
-    let mut child = cmd
+/// (stderr passes straight through; a non-zero exit is not an error here). libtest
+/// prints its results to stdout.
+pub fn run_tee(cmd: Cmd<'_>) -> Result<(ExitStatus, String)> {
+    let shown = cmd.to_string();
+    let mut child = Command::from(cmd)
+        .stdout(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot run {}", show(cmd)))?;
-    let stdout = child.stdout.take().expect("stdout is piped");
+        .with_context(|| format!("cannot run {shown}"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or("a test executable's stdout was not piped")?;
     let mut captured = String::new();
     let mut out = std::io::stdout();
     for line in BufReader::new(stdout).lines() {
@@ -277,10 +272,10 @@ pub fn copy_executable(src: &Path, bin: &Path, name: &str) -> Result<()> {
 }
 
 /// Builds the release `xtask` and copies it to `bin/xtask`, so that a bundle can probe.
-pub fn bundle_xtask(bin: &Path, meta: &Metadata) -> Result<()> {
+pub fn bundle_xtask(sh: &Shell, bin: &Path, meta: &Metadata) -> Result<()> {
     let built = build(
+        sh,
         &["build", "--release", "-p", "xtask", "--bin", "xtask"],
-        &[],
         meta,
     )?;
     let xtask = built
@@ -330,15 +325,17 @@ pub fn report_bundle(dir: &Path, files: usize, how: &str) {
 /// `git rev-parse --short HEAD`, with `-dirty` when the tree has changes; `unknown`
 /// outside a git checkout.
 pub fn git_commit() -> String {
+    let Ok(sh) = shell() else {
+        return "unknown".into();
+    };
     let git = |args: &[&str]| {
-        Command::new("git")
+        sh.cmd("git")
             .args(args)
-            .current_dir(project_root())
-            .stderr(Stdio::null())
-            .output()
+            .quiet()
+            .ignore_stderr()
+            .read()
             .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .map(|s| s.trim().to_string())
     };
     let Some(head) = git(&["rev-parse", "--short", "HEAD"]) else {
         return "unknown".into();

@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use cargo_metadata::TargetKind;
+use xshell::Shell;
 
 use crate::cargo_util::{self, Artifact, Metadata, TestCounts};
 use crate::{probe, Result};
@@ -55,8 +55,8 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 /// The test harnesses of the workspace, soak ones last, with unique bundle names.
-fn test_executables(meta: &Metadata) -> Result<Vec<Artifact>> {
-    let built = cargo_util::build(&["test", "--workspace", "--release", "--no-run"], &[], meta)?;
+fn test_executables(sh: &Shell, meta: &Metadata) -> Result<Vec<Artifact>> {
+    let built = cargo_util::build(sh, &["test", "--workspace", "--release", "--no-run"], meta)?;
     let mut by_name = BTreeMap::new();
     for a in built {
         // A criterion bench built in test mode is not a libtest harness.
@@ -86,8 +86,9 @@ fn local(args: &Args) -> Result<()> {
         None
     };
 
+    let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let tests = test_executables(&meta)?;
+    let tests = test_executables(&sh, &meta)?;
     let selected: Vec<&Artifact> = tests
         .iter()
         .filter(|a| args.soak || !a.is_soak())
@@ -109,21 +110,17 @@ fn local(args: &Args) -> Result<()> {
     let (mut passed, mut failed) = (0, 0);
     for a in selected {
         let name = a.bundle_name();
-        let mut cmd = match &sanitizer {
-            Some(san) => {
-                let mut c = Command::new(san);
-                c.args(SANITIZER_ARGS).arg(&a.executable);
-                c
-            }
-            None => Command::new(&a.executable),
-        };
         // As `cargo test` does: run from the package's folder.
-        cmd.arg("--include-ignored")
-            .args(&args.test_args)
-            .current_dir(&a.package_dir)
-            .env("CARGO_MANIFEST_DIR", &a.package_dir);
-        println!("===== {name}: {}", cargo_util::show(&cmd));
-        let (status, output) = cargo_util::run_tee(&mut cmd)?;
+        let _dir = sh.push_dir(&a.package_dir);
+        let cmd = match &sanitizer {
+            Some(san) => sh.cmd(san).args(SANITIZER_ARGS).arg(&a.executable),
+            None => sh.cmd(&a.executable),
+        }
+        .arg("--include-ignored")
+        .args(&args.test_args)
+        .env("CARGO_MANIFEST_DIR", &a.package_dir);
+        println!("===== {name}: {cmd}");
+        let (status, output) = cargo_util::run_tee(cmd)?;
         let (line, counts) = summary_line(&name, status.code(), &output);
         passed += counts.passed;
         failed += counts.failed;
@@ -204,8 +201,9 @@ fn summary_line(name: &str, code: Option<i32>, output: &str) -> (String, TestCou
 fn bundle(args: &Args, dir: &Path) -> Result<()> {
     let dir = cargo_util::prepare_bundle(dir)?;
     let bin = dir.join("bin");
+    let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let tests = test_executables(&meta)?;
+    let tests = test_executables(&sh, &meta)?;
     let mut plain = Vec::new();
     let mut soak = Vec::new();
     let mut multi = Vec::new();
@@ -224,7 +222,7 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
             plain.push(name);
         }
     }
-    cargo_util::bundle_xtask(&bin, &meta)?;
+    cargo_util::bundle_xtask(&sh, &bin, &meta)?;
     let script = run_script(&RunScript {
         commit: cargo_util::git_commit(),
         sanitize: args.sanitize,

@@ -919,6 +919,23 @@ mod tests {
         assert!(docs.join("measurements-table.md").is_file());
     }
 
+    /// The whole back-to-back documents for the fake tree, byte for byte (testdata/
+    /// holds this renderer's output), so that restructuring cannot change them.
+    #[test]
+    fn back_to_back_documents_match_the_golden_files() {
+        let scratch = Scratch::new("golden");
+        fake_tree(&scratch.0);
+        let records = load_criterion(&scratch.0, None).unwrap();
+        assert_eq!(
+            markdown(&machine(), &records),
+            include_str!("render/testdata/fake-tree.md")
+        );
+        assert_eq!(
+            summary(&machine(), &records),
+            include_str!("render/testdata/fake-tree-summary.txt")
+        );
+    }
+
     #[test]
     fn stale_results_are_left_out() {
         let scratch = Scratch::new("stale");

@@ -1,0 +1,226 @@
+//! Reading criterion's result folders into [`Record`]s.
+//!
+//! criterion 0.5 keeps each benchmark's latest run in `<id>/new/`: `benchmark.json`
+//! (its id), `estimates.json` (point estimates with confidence intervals, in ns) and
+//! `sample.json` (the raw samples). The structs below type the parts we use; criterion
+//! writes more fields, which serde ignores.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use super::{sort_records, Record};
+use crate::{Context, Result};
+
+/// criterion's `benchmark.json`: the parts of a benchmark's id.
+#[derive(Debug, Deserialize)]
+struct BenchmarkId {
+    group_id: String,
+    function_id: Option<String>,
+    value_str: Option<String>,
+}
+
+/// criterion's `estimates.json`, of which we use the median.
+#[derive(Debug, Deserialize)]
+struct Estimates {
+    median: Estimate,
+}
+
+/// One statistic's estimate, in ns.
+#[derive(Debug, Deserialize)]
+struct Estimate {
+    point_estimate: f64,
+    confidence_interval: ConfidenceInterval,
+}
+
+/// The bounds of an estimate's confidence interval, in ns.
+#[derive(Debug, Deserialize)]
+struct ConfidenceInterval {
+    lower_bound: f64,
+    upper_bound: f64,
+}
+
+/// Reads every `new/benchmark.json` + `new/estimates.json` under `root`. With `since`,
+/// only results written at or after it (older ones are stale from earlier runs).
+pub fn load_criterion(root: &Path, since: Option<SystemTime>) -> Result<Vec<Record>> {
+    let mut found = Vec::new();
+    find_results(root, &mut found)?;
+    let mut by_key: BTreeMap<(String, u64, String), (SystemTime, Record)> = BTreeMap::new();
+    let mut stale = 0;
+    for new_dir in found {
+        let estimates = new_dir.join("estimates.json");
+        let mtime = fs::metadata(&estimates)
+            .and_then(|m| m.modified())
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        if since.is_some_and(|s| mtime < s) {
+            stale += 1;
+            continue;
+        }
+        let Some(record) = read_result(&new_dir)? else {
+            continue;
+        };
+        let key = (
+            record.direction.clone(),
+            record.bytes,
+            record.column.clone(),
+        );
+        if let Some((old, _)) = by_key.get(&key) {
+            eprintln!(
+                "warning: {} {} {} measured twice; keeping the newer",
+                key.0, key.1, key.2
+            );
+            if *old > mtime {
+                continue;
+            }
+        }
+        by_key.insert(key, (mtime, record));
+    }
+    if stale > 0 {
+        eprintln!("note: left out {stale} older result(s) that this run did not write");
+    }
+    let mut records: Vec<Record> = by_key.into_values().map(|(_, r)| r).collect();
+    sort_records(&mut records);
+    Ok(records)
+}
+
+fn find_results(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            if entry.file_name() == "new" && path.join("benchmark.json").is_file() {
+                found.push(path);
+            } else {
+                find_results(&path, found)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads a JSON file into `T`; the error names the file and what was wrong.
+pub(super) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let text =
+        fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// ns to µs, kept to 0.1 ns so that the JSON stays short.
+fn ns_to_us(ns: f64) -> f64 {
+    (ns * 10.0).round() / 1e4
+}
+
+/// One result; `None` (with a warning) when its id does not follow the naming contract.
+fn read_result(new_dir: &Path) -> Result<Option<Record>> {
+    let bench: BenchmarkId = read_json(&new_dir.join("benchmark.json"))?;
+    let id: Vec<&str> = [
+        Some(&bench.group_id),
+        bench.function_id.as_ref(),
+        bench.value_str.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .flat_map(|s| s.split('/'))
+    .collect();
+    let Some((direction, bytes, column)) = parse_id(&id) else {
+        eprintln!(
+            "warning: skipping benchmark {:?}: its id is not {{H2D|D2H}}/{{bytes}} + column",
+            id.join("/")
+        );
+        return Ok(None);
+    };
+    let median = read_json::<Estimates>(&new_dir.join("estimates.json"))?.median;
+    Ok(Some(Record {
+        direction,
+        bytes,
+        column,
+        median_us: ns_to_us(median.point_estimate),
+        low_us: ns_to_us(median.confidence_interval.lower_bound),
+        high_us: ns_to_us(median.confidence_interval.upper_bound),
+    }))
+}
+
+/// `["H2D", "150528", "pageable"]` (in any order) to (direction, bytes, column).
+fn parse_id(parts: &[&str]) -> Option<(String, u64, String)> {
+    let mut direction = None;
+    let mut bytes = None;
+    let mut column = Vec::new();
+    for p in parts {
+        let upper = p.to_ascii_uppercase();
+        if direction.is_none() && (upper == "H2D" || upper == "D2H") {
+            direction = Some(upper);
+        } else if bytes.is_none() && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) {
+            bytes = p.parse().ok();
+        } else if !p.is_empty() {
+            column.push(*p);
+        }
+    }
+    if column.is_empty() {
+        return None;
+    }
+    Some((direction?, bytes?, column.join("/")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::super::fixtures::{fake_result, fake_tree, temp_dir};
+    use super::*;
+
+    #[test]
+    fn parses_ids() {
+        let p = |v: &[&str]| parse_id(v);
+        assert_eq!(
+            p(&["H2D", "150528", "pageable"]),
+            Some(("H2D".into(), 150_528, "pageable".into()))
+        );
+        assert_eq!(
+            p(&["d2h", "copy-in", "64"]),
+            Some(("D2H".into(), 64, "copy-in".into()))
+        );
+        assert_eq!(p(&["latency", "sync"]), None);
+        assert_eq!(p(&["H2D", "64"]), None);
+    }
+
+    #[test]
+    fn reads_a_fake_criterion_tree_in_table_order() {
+        let tmp = temp_dir();
+        fake_tree(tmp.path());
+        let records = load_criterion(tmp.path(), None).unwrap();
+        assert_eq!(records.len(), 4 * 6 + 1);
+        // Sorted: H2D first, by size, columns in contract order, unknown ones last.
+        assert_eq!(records[0].direction, "H2D");
+        assert_eq!(records[0].column, "pageable");
+        assert_eq!(records[6].column, "my-new-path");
+        assert_eq!(records[6].bytes, 150_528);
+        assert_eq!(records.last().unwrap().direction, "D2H");
+        assert!((records[0].median_us - 19.9).abs() < 1e-9);
+        assert!((records[0].low_us - 19.9 * 0.98).abs() < 1e-9);
+        assert!((records[0].high_us - 19.9 * 1.02).abs() < 1e-9);
+    }
+
+    #[test]
+    fn stale_results_are_left_out() {
+        let tmp = temp_dir();
+        fake_result(tmp.path(), "H2D/64", "pageable", 5e3);
+        let later = SystemTime::now() + std::time::Duration::from_secs(3600);
+        assert!(load_criterion(tmp.path(), Some(later)).unwrap().is_empty());
+        assert_eq!(load_criterion(tmp.path(), None).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_malformed_estimates_file_is_an_error_naming_it() {
+        let tmp = temp_dir();
+        fake_result(tmp.path(), "H2D/64", "pageable", 5e3);
+        let estimates = tmp.path().join("H2D_64/pageable/new/estimates.json");
+        fs::write(&estimates, r#"{"mean": {}}"#).unwrap();
+        let e = load_criterion(tmp.path(), None).unwrap_err().to_string();
+        assert!(e.contains("estimates.json") && e.contains("median"), "{e}");
+    }
+}

@@ -33,8 +33,17 @@ pub fn fake_result(home: &Path, group: &str, function: &str, median_ns: f64) {
         "median": {"point_estimate": median_ns, "standard_error": 1.0,
                    "confidence_interval": interval(median_ns * 0.98, median_ns * 1.02)},
     });
+    // 100 samples of 1..=100 iterations whose times per iteration run from 1.00x to
+    // 1.99x the median, shuffled by the iteration counts: p99 is 1.9801x the median.
+    let iters: Vec<f64> = (1..=100).map(f64::from).collect();
+    let times: Vec<f64> = iters
+        .iter()
+        .map(|n| n * median_ns * (1.0 + ((n - 1.0) * 37.0 % 100.0) / 100.0))
+        .collect();
+    let sample = serde_json::json!({"sampling_mode": "Linear", "iters": iters, "times": times});
     fs::write(dir.join("benchmark.json"), bench.to_string()).unwrap();
     fs::write(dir.join("estimates.json"), est.to_string()).unwrap();
+    fs::write(dir.join("sample.json"), sample.to_string()).unwrap();
     // criterion also keeps the previous run, which must not be read.
     let base = dir.parent().unwrap().join("base");
     fs::create_dir_all(&base).unwrap();

@@ -77,9 +77,15 @@ impl Machine {
     }
 }
 
-/// One benchmark's median and its confidence interval, in µs.
+/// The scenario of every criterion benchmark: transfers run back to back.
+pub const BACK_TO_BACK: &str = "back-to-back";
+
+/// One criterion benchmark: its median with the median's confidence interval, and
+/// its 99th percentile, in µs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Record {
+    /// Always [`BACK_TO_BACK`]: criterion runs the transfers one after another.
+    pub scenario: &'static str,
     /// `H2D` or `D2H`.
     pub direction: String,
     /// The transfer's size.
@@ -92,6 +98,9 @@ pub struct Record {
     pub low_us: f64,
     /// The upper bound of the median's 95% confidence interval.
     pub high_us: f64,
+    /// The 99th percentile of the time per transfer over criterion's samples
+    /// (`sample.json`); `None` where there was no sample to read.
+    pub p99_us: Option<f64>,
 }
 
 impl Record {
@@ -291,6 +300,9 @@ mod tests {
         assert_eq!(v["records"][0]["direction"], "H2D");
         assert_eq!(v["records"][0]["bytes"], 150_528);
         assert_eq!(v["records"][0]["column"], "pageable");
+        assert_eq!(v["records"][0]["scenario"], "back-to-back");
+        assert_eq!(v["records"][0]["median_us"], 19.9);
+        assert_eq!(v["records"][0]["p99_us"], 39.404);
         assert!(docs.join("measurements.md").is_file());
         assert!(docs.join("bandwidth.svg").is_file());
         let table = fs::read_to_string(docs.join("measurements-table.md")).unwrap();

@@ -2,8 +2,9 @@
 //!
 //! criterion 0.5 keeps each benchmark's latest run in `<id>/new/`: `benchmark.json`
 //! (its id), `estimates.json` (point estimates with confidence intervals, in ns) and
-//! `sample.json` (the raw samples). The structs below type the parts we use; criterion
-//! writes more fields, which serde ignores.
+//! `sample.json` (the raw samples: each sample's iteration count and total time, in
+//! ns). The structs below type the parts we use; criterion writes more fields, which
+//! serde ignores.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,7 +14,7 @@ use std::time::SystemTime;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::{sort_records, Record};
+use super::{sort_records, Record, BACK_TO_BACK};
 use crate::{Context, Result};
 
 /// criterion's `benchmark.json`: the parts of a benchmark's id.
@@ -42,6 +43,43 @@ struct Estimate {
 struct ConfidenceInterval {
     lower_bound: f64,
     upper_bound: f64,
+}
+
+/// criterion's `sample.json`: sample `i` ran `iters[i]` iterations in `times[i]` ns.
+#[derive(Debug, Deserialize)]
+struct Sample {
+    iters: Vec<f64>,
+    times: Vec<f64>,
+}
+
+impl Sample {
+    /// The 99th percentile of the time per iteration, `times[i] / iters[i]`, in ns.
+    /// `None` for an empty sample, or one whose lists disagree in length.
+    fn p99_ns(&self) -> Option<f64> {
+        if self.iters.len() != self.times.len() {
+            return None;
+        }
+        let mut per_iter: Vec<f64> = self
+            .iters
+            .iter()
+            .zip(&self.times)
+            .filter(|(n, t)| **n > 0.0 && t.is_finite())
+            .map(|(n, t)| t / n)
+            .collect();
+        per_iter.sort_by(f64::total_cmp);
+        percentile(&per_iter, 99.0)
+    }
+}
+
+/// The `p`th percentile (0 to 100) of sorted values, interpolated linearly between the
+/// two nearest ranks, as criterion computes its own percentiles.
+fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    let last = sorted.len().checked_sub(1)?;
+    let rank = p.clamp(0.0, 100.0) / 100.0 * last as f64;
+    let below = rank.floor() as usize;
+    let above = (below + 1).min(last);
+    let fraction = rank - below as f64;
+    Some(sorted[below] + (sorted[above] - sorted[below]) * fraction)
 }
 
 /// Reads every `new/benchmark.json` + `new/estimates.json` under `root`. With `since`,
@@ -135,13 +173,23 @@ fn read_result(new_dir: &Path) -> Result<Option<Record>> {
         return Ok(None);
     };
     let median = read_json::<Estimates>(&new_dir.join("estimates.json"))?.median;
+    let sample_path = new_dir.join("sample.json");
+    let p99_us = match read_json::<Sample>(&sample_path) {
+        Ok(sample) => sample.p99_ns().map(ns_to_us),
+        Err(e) => {
+            eprintln!("warning: no p99 for {}: {e}", id.join("/"));
+            None
+        }
+    };
     Ok(Some(Record {
+        scenario: BACK_TO_BACK,
         direction,
         bytes,
         column,
         median_us: ns_to_us(median.point_estimate),
         low_us: ns_to_us(median.confidence_interval.lower_bound),
         high_us: ns_to_us(median.confidence_interval.upper_bound),
+        p99_us,
     }))
 }
 
@@ -203,6 +251,46 @@ mod tests {
         assert!((records[0].median_us - 19.9).abs() < 1e-9);
         assert!((records[0].low_us - 19.9 * 0.98).abs() < 1e-9);
         assert!((records[0].high_us - 19.9 * 1.02).abs() < 1e-9);
+        // The fixture's per-iteration times run from 1.00x to 1.99x the median.
+        assert_eq!(records[0].p99_us, Some(39.404));
+        assert!(records.iter().all(|r| r.scenario == "back-to-back"));
+    }
+
+    #[test]
+    fn p99_is_criterion_s_interpolated_percentile_of_per_iteration_times() {
+        assert_eq!(percentile(&[], 99.0), None);
+        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
+        assert_eq!(percentile(&[1.0, 2.0, 3.0], 50.0), Some(2.0));
+        assert_eq!(percentile(&[1.0, 2.0, 3.0], 100.0), Some(3.0));
+        let v: Vec<f64> = (1..=101).map(f64::from).collect();
+        assert_eq!(percentile(&v, 99.0), Some(100.0));
+        // Per iteration: 10/1, 40/2, 90/3 = 10, 20, 30; 99% of the way from 10 to 30
+        // lands 98% of the way from 20 to 30.
+        let s = Sample {
+            iters: vec![3.0, 1.0, 2.0],
+            times: vec![90.0, 10.0, 40.0],
+        };
+        assert!((s.p99_ns().unwrap() - 29.8).abs() < 1e-9);
+        let zero = Sample {
+            iters: vec![0.0, 1.0],
+            times: vec![5.0, 10.0],
+        };
+        assert_eq!(zero.p99_ns(), Some(10.0));
+        let uneven = Sample {
+            iters: vec![1.0],
+            times: vec![],
+        };
+        assert_eq!(uneven.p99_ns(), None);
+    }
+
+    #[test]
+    fn a_missing_sample_leaves_p99_empty() {
+        let tmp = temp_dir();
+        fake_result(tmp.path(), "H2D/64", "pageable", 5e3);
+        fs::remove_file(tmp.path().join("H2D_64/pageable/new/sample.json")).unwrap();
+        let records = load_criterion(tmp.path(), None).unwrap();
+        assert_eq!(records[0].p99_us, None);
+        assert_eq!(records[0].median_us, 5.0);
     }
 
     #[test]

@@ -22,8 +22,8 @@ pub struct Args {
     /// a GPU machine and run there (`bash DIR/run.sh [--quick]`).
     #[arg(long, value_name = "DIR", conflicts_with = "report")]
     bundle: Option<PathBuf>,
-    /// Render results brought back from a bundle run: a folder holding device.json and
-    /// criterion.tar.gz (or an unpacked criterion/ folder).
+    /// Render results brought back from a bundle run: a folder holding device.json,
+    /// criterion.tar.gz (or an unpacked criterion/ folder) and records/*.json.
     #[arg(long, value_name = "PATH")]
     report: Option<PathBuf>,
     /// With --report: print the seed table and reading instead of writing docs/.
@@ -100,7 +100,11 @@ fn local(args: &Args) -> Result<()> {
         date: info.date,
         commit: cargo_util::git_commit(),
     };
-    render::write_docs(&machine, &records, &docs_dir(args))
+    let results = render::Results {
+        back_to_back: records,
+        scenarios: Vec::new(),
+    };
+    render::write_docs(&machine, &results, &docs_dir(args))
 }
 
 fn report(args: &Args, path: &Path) -> Result<()> {
@@ -129,19 +133,22 @@ fn report(args: &Args, path: &Path) -> Result<()> {
         // Perhaps a criterion home itself.
         path.to_path_buf()
     };
-    let records = render::load_criterion(&home, None)?;
-    if records.is_empty() {
+    let results = render::Results {
+        back_to_back: render::load_criterion(&home, None)?,
+        scenarios: render::load_records(&path.join("records"))?,
+    };
+    if results.is_empty() {
         return Err(format!(
-            "no criterion results under {} (expected criterion.tar.gz or criterion/ there)",
+            "no results under {} (expected criterion.tar.gz or criterion/, and records/*.json, there)",
             path.display()
         )
         .into());
     }
     if args.print {
-        print!("{}", render::summary(&machine, &records));
+        print!("{}", render::summary(&machine, &results));
         return Ok(());
     }
-    render::write_docs(&machine, &records, &docs_dir(args))
+    render::write_docs(&machine, &results, &docs_dir(args))
 }
 
 /// The machine from `device.json` (written by `xtask probe --json`) and the commit from

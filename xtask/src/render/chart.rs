@@ -2,8 +2,8 @@
 
 use plotters::prelude::*;
 
+use super::record::Record;
 use super::tables::Table;
-use super::Record;
 use crate::{human_bytes, Result};
 
 fn column_color(column: &str, index: usize) -> RGBColor {

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use xshell::{Shell, TempDir};
 
-use super::{Machine, COLUMN_ORDER};
+use super::record::COLUMN_ORDER;
+use super::Machine;
 
 /// A fresh folder under the system temp dir, removed when dropped.
 pub fn temp_dir() -> TempDir {
@@ -79,4 +80,65 @@ pub fn fake_tree(home: &Path) {
     fake_result(home, "H2D/150528", "my-new-path", 15.0e3);
     // Not following the naming contract: skipped with a warning.
     fake_result(home, "latency", "sync", 1.4e3);
+}
+
+/// Writes records files as the benchmark executables do: one `<name>.json` per
+/// executable holding `{"records": [...]}`, covering every scenario the tables know
+/// and one they do not (`warm-start`, with a field of its own).
+pub fn fake_records(dir: &Path) {
+    fs::create_dir_all(dir).unwrap();
+    let frame = |scenario: &str, direction: &str, column: &str, p50: f64, p99: f64, n: u64| {
+        serde_json::json!({
+            "scenario": scenario, "direction": direction, "bytes": 150_528, "column": column,
+            "median_us": p50, "p99_us": if p99 > 0.0 { p99.into() } else { serde_json::Value::Null },
+            "samples": n,
+        })
+    };
+    let frame_loop = serde_json::json!({"records": [
+        frame("sleep-2ms", "H2D", "pageable", 25.0, 40.0, 1000),
+        frame("sleep-2ms", "H2D", "pageable-async", 24.0, 38.0, 1000),
+        frame("sleep-2ms", "H2D", "copy-in", 20.0, 30.0, 1000),
+        frame("sleep-2ms", "H2D", "copy-in-low-latency", 16.0, 22.0, 1000),
+        frame("sleep-2ms", "H2D", "resident", 12.0, 20.0, 1000),
+        frame("sleep-2ms", "H2D", "resident-low-latency", 11.0, 15.0, 1000),
+        // Listed out of order: the tables sort.
+        frame("sleep-2ms", "D2H", "resident", 12.0, 18.0, 1000),
+        frame("sleep-2ms", "D2H", "pageable", 30.0, 45.0, 1000),
+        frame("busy-2ms", "H2D", "resident", 10.0, 12.0, 400),
+        frame("busy-2ms", "H2D", "pageable", 20.0, 0.0, 500),
+    ]});
+    let pipeline = |column: &str, fps: f64, p99: Option<f64>| {
+        serde_json::json!({
+            "scenario": "pipeline", "column": column, "fps": fps,
+            "p50_us": p99.map(|_| 1e6 / fps), "p99_us": p99, "samples": 300,
+        })
+    };
+    let pipelines = serde_json::json!({"records": [
+        {"scenario": "four-pipelines", "column": "resident", "fps": 240, "p50_us": 4000,
+         "p99_us": 5000, "samples": 400, "copy_threads": 4},
+        {"scenario": "four-pipelines", "column": "pageable", "fps": 100.0, "p50_us": 9000.0,
+         "p99_us": 12000.0, "samples": 400},
+        {"scenario": "four-pipelines", "column": "copy-in", "fps": 150.0, "p50_us": 6000.0,
+         "p99_us": 8000.0, "samples": 400, "copy_threads": 8},
+        pipeline("zero-copy", 70.0, Some(16000.0)),
+        pipeline("ideal", 100.0, None),
+        pipeline("gpu-stage", 95.0, Some(12000.0)),
+        pipeline("ring", 90.0, Some(13000.0)),
+        pipeline("staging-sync", 60.0, Some(20000.0)),
+        pipeline("pageable-sync", 50.0, Some(25000.0)),
+    ]});
+    let batch = serde_json::json!({"records": [
+        {"scenario": "batch", "column": "largest-alone", "bytes": 300_000, "median_us": 56.0,
+         "p99_us": 70.0, "samples": 200},
+        {"scenario": "batch", "column": "batched", "bytes": 600_000, "median_us": 70.0,
+         "p99_us": 90.0, "samples": 200},
+        {"scenario": "batch", "column": "separate", "bytes": 600_000, "median_us": 100.0,
+         "p99_us": 130.0, "samples": 200},
+        {"scenario": "warm-start", "column": "resident", "first_us": 812.5},
+    ]});
+    fs::write(dir.join("frame_loop.json"), frame_loop.to_string()).unwrap();
+    fs::write(dir.join("pipelines.json"), pipelines.to_string()).unwrap();
+    fs::write(dir.join("batch.json"), batch.to_string()).unwrap();
+    // Not a records file: ignored.
+    fs::write(dir.join("notes.txt"), "not JSON").unwrap();
 }

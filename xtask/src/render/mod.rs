@@ -1,20 +1,25 @@
-//! Criterion results to `docs/measurements.json`, `docs/measurements.md`,
+//! Benchmark results to `docs/measurements.json`, `docs/measurements.md`,
 //! `docs/measurements-table.md` (included by the crate docs) and `docs/bandwidth.svg`.
 //!
-//! One concern per module: [`reader`] reads criterion's files into [`Record`]s,
-//! [`tables`] turns them into markdown tables and the reading, [`chart`] draws the SVG;
-//! this module holds the records and puts the documents together.
+//! One concern per module: [`record`] holds what was measured and its order,
+//! [`reader`] reads criterion's files and the benchmark executables' records files,
+//! [`tables`] makes the back-to-back tables and the reading, [`scenario_tables`] the
+//! frame-loop, pipeline and batch tables, [`chart`] draws the SVG; this module puts
+//! the documents together.
 //!
 //! The naming contract with the `benches` package: a benchmark's criterion group id is
 //! `"{direction}/{bytes}"` (direction `H2D` or `D2H`, bytes the transfer size) and its
 //! function id is the column (`pageable`, `resident`, ...). The parts are recognised
 //! wherever they sit in `group/function/value`, so a `BenchmarkId` laid out the other
-//! way round reads the same.
+//! way round reads the same. The other benchmark executables write records files
+//! (see [`ScenarioRecord`]).
 
 mod chart;
 #[cfg(test)]
 mod fixtures;
 mod reader;
+mod record;
+mod scenario_tables;
 mod tables;
 
 use std::fmt::Write as _;
@@ -23,21 +28,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use reader::load_criterion;
+pub use reader::{load_criterion, load_records};
+pub use record::{Record, Results, ScenarioRecord};
 
 use crate::{Context, Result};
-
-/// The columns in table order; any other column follows them, by name.
-const COLUMN_ORDER: [&str; 8] = [
-    "pageable",
-    "pageable-async",
-    "copy-in",
-    "resident",
-    "raw-pinned",
-    "cudarc-pinned",
-    "cudarc-pageable",
-    "copy-in-registered",
-];
 
 /// Where and when the numbers were measured.
 #[derive(Debug, Clone, Serialize)]
@@ -77,91 +71,31 @@ impl Machine {
     }
 }
 
-/// The scenario of every criterion benchmark: transfers run back to back.
-pub const BACK_TO_BACK: &str = "back-to-back";
-
-/// One criterion benchmark: its median with the median's confidence interval, and
-/// its 99th percentile, in µs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Record {
-    /// Always [`BACK_TO_BACK`]: criterion runs the transfers one after another.
-    pub scenario: &'static str,
-    /// `H2D` or `D2H`.
-    pub direction: String,
-    /// The transfer's size.
-    pub bytes: u64,
-    /// The transfer path measured, e.g. `pageable`, `resident`.
-    pub column: String,
-    /// criterion's median time per transfer.
-    pub median_us: f64,
-    /// The lower bound of the median's 95% confidence interval.
-    pub low_us: f64,
-    /// The upper bound of the median's 95% confidence interval.
-    pub high_us: f64,
-    /// The 99th percentile of the time per transfer over criterion's samples
-    /// (`sample.json`); `None` where there was no sample to read.
-    pub p99_us: Option<f64>,
-}
-
-impl Record {
-    /// GB/s (10^9 bytes per second) at the median.
-    fn gbps(&self) -> f64 {
-        self.bytes as f64 / (self.median_us * 1e3)
-    }
-}
-
-fn direction_rank(d: &str) -> (usize, &str) {
-    match d {
-        "H2D" => (0, ""),
-        "D2H" => (1, ""),
-        other => (2, other),
-    }
-}
-
-fn column_rank(c: &str) -> (usize, &str) {
-    match COLUMN_ORDER.iter().position(|k| *k == c) {
-        Some(i) => (i, ""),
-        None => (COLUMN_ORDER.len(), c),
-    }
-}
-
-fn sort_records(records: &mut [Record]) {
-    records.sort_by(|a, b| {
-        (
-            direction_rank(&a.direction),
-            a.bytes,
-            column_rank(&a.column),
-        )
-            .cmp(&(
-                direction_rank(&b.direction),
-                b.bytes,
-                column_rank(&b.column),
-            ))
-    });
-}
-
 const RATIO_NOTE: &str = "Medians in µs. A ratio is the pageable baseline's median over the \
 column's median, so above 1.00x is faster than the baseline. The baseline is the faster of \
 `pageable` and `pageable-async` at each size (`pageable` alone where `pageable-async` was not \
 measured), so the ratios never flatter the other columns.";
 
-/// The short form printed after a bundle run: seed table and reading.
-pub fn summary(machine: &Machine, records: &[Record]) -> String {
-    let t = tables::Table::new(records);
+/// The short form printed after a bundle run: seed table, reading, and the scenario
+/// tables where there are records for them.
+pub fn summary(machine: &Machine, results: &Results) -> String {
+    let t = tables::Table::new(&results.back_to_back);
     format!(
-        "{}, driver {}, {}, commit {}\n{RATIO_NOTE}\n\n{}\n{}",
+        "{}, driver {}, {}, commit {}\n{RATIO_NOTE}\n\n{}\n{}{}",
         machine.device_name,
         machine.driver_version,
         machine.date,
         machine.commit,
         tables::seed_table(&t),
-        tables::reading(&t)
+        tables::reading(&t),
+        scenario_tables::sections(&results.scenarios),
     )
 }
 
-/// `docs/measurements.md`.
-pub fn markdown(machine: &Machine, records: &[Record]) -> String {
-    let t = tables::Table::new(records);
+/// `docs/measurements.md`: the machine, the back-to-back tables and reading, then the
+/// scenario tables where there are records for them.
+pub fn markdown(machine: &Machine, results: &Results) -> String {
+    let t = tables::Table::new(&results.back_to_back);
     let mut s = String::new();
     s.push_str("# Measurements\n\n");
     s.push_str("<!-- Generated by `cargo xtask bench`; do not edit. -->\n");
@@ -184,6 +118,7 @@ pub fn markdown(machine: &Machine, records: &[Record]) -> String {
     }
     s.push_str("\n## Reading\n\nComputed from the tables above.\n\n");
     s.push_str(&tables::reading(&t));
+    s.push_str(&scenario_tables::sections(&results.scenarios));
     s
 }
 
@@ -203,36 +138,51 @@ pub fn crate_doc_table(machine: &Machine, records: &[Record]) -> String {
     )
 }
 
-/// `docs/measurements.json`.
-pub fn json(machine: &Machine, records: &[Record]) -> Result<String> {
+/// `docs/measurements.json`: the machine's fields, then every record, criterion's
+/// first.
+pub fn json(machine: &Machine, results: &Results) -> Result<String> {
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum AnyRecord<'a> {
+        BackToBack(&'a Record),
+        Scenario(&'a ScenarioRecord),
+    }
     #[derive(Serialize)]
     struct Doc<'a> {
         #[serde(flatten)]
         machine: &'a Machine,
-        records: &'a [Record],
+        records: Vec<AnyRecord<'a>>,
     }
-    let mut records = records.to_vec();
-    sort_records(&mut records);
-    let mut s = serde_json::to_string_pretty(&Doc {
-        machine,
-        records: &records,
-    })?;
+    let mut back_to_back = results.back_to_back.clone();
+    record::sort_records(&mut back_to_back);
+    let mut scenarios = results.scenarios.clone();
+    record::sort_scenario_records(&mut scenarios);
+    let records = back_to_back
+        .iter()
+        .map(AnyRecord::BackToBack)
+        .chain(scenarios.iter().map(AnyRecord::Scenario))
+        .collect();
+    let mut s = serde_json::to_string_pretty(&Doc { machine, records })?;
     s.push('\n');
     Ok(s)
 }
 
-/// Writes measurements.json, measurements.md and bandwidth.svg into `docs_dir`.
-pub fn write_docs(machine: &Machine, records: &[Record], docs_dir: &Path) -> Result<()> {
-    if records.is_empty() {
+/// Writes measurements.json, measurements.md, bandwidth.svg and measurements-table.md
+/// into `docs_dir`.
+pub fn write_docs(machine: &Machine, results: &Results, docs_dir: &Path) -> Result<()> {
+    if results.is_empty() {
         return Err("no benchmark results to render".into());
     }
     fs::create_dir_all(docs_dir)
         .with_context(|| format!("cannot create {}", docs_dir.display()))?;
     let files = [
-        ("measurements.json", json(machine, records)?),
-        ("measurements.md", markdown(machine, records)),
-        ("bandwidth.svg", chart::svg(records)?),
-        ("measurements-table.md", crate_doc_table(machine, records)),
+        ("measurements.json", json(machine, results)?),
+        ("measurements.md", markdown(machine, results)),
+        ("bandwidth.svg", chart::svg(&results.back_to_back)?),
+        (
+            "measurements-table.md",
+            crate_doc_table(machine, &results.back_to_back),
+        ),
     ];
     for (name, text) in files {
         let path = docs_dir.join(name);
@@ -246,8 +196,18 @@ pub fn write_docs(machine: &Machine, records: &[Record], docs_dir: &Path) -> Res
 mod tests {
     use serde_json::Value;
 
-    use super::fixtures::{fake_tree, machine, temp_dir};
+    use super::fixtures::{fake_records, fake_tree, machine, temp_dir};
     use super::*;
+
+    /// The fake criterion tree and the fake records files.
+    fn fake_results(dir: &Path) -> Results {
+        fake_tree(&dir.join("criterion"));
+        fake_records(&dir.join("records"));
+        Results {
+            back_to_back: load_criterion(&dir.join("criterion"), None).unwrap(),
+            scenarios: load_records(&dir.join("records")).unwrap(),
+        }
+    }
 
     #[test]
     fn host_line_names_what_was_recorded_and_only_that() {
@@ -271,38 +231,75 @@ mod tests {
     fn back_to_back_documents_match_the_golden_files() {
         let tmp = temp_dir();
         fake_tree(tmp.path());
-        let records = load_criterion(tmp.path(), None).unwrap();
+        let results = Results {
+            back_to_back: load_criterion(tmp.path(), None).unwrap(),
+            scenarios: Vec::new(),
+        };
         assert_eq!(
-            markdown(&machine(), &records),
+            markdown(&machine(), &results),
             include_str!("testdata/fake-tree.md")
         );
         assert_eq!(
-            summary(&machine(), &records),
+            summary(&machine(), &results),
             include_str!("testdata/fake-tree-summary.txt")
+        );
+    }
+
+    /// With scenario records, the documents are the back-to-back ones with the
+    /// scenario sections after them.
+    #[test]
+    fn scenario_sections_follow_the_back_to_back_documents() {
+        let tmp = temp_dir();
+        let results = fake_results(tmp.path());
+        let sections = scenario_tables::sections(&results.scenarios);
+        assert!(sections.starts_with("\n## Frame loop\n"), "{sections}");
+        assert_eq!(
+            markdown(&machine(), &results),
+            format!("{}{sections}", include_str!("testdata/fake-tree.md"))
+        );
+        assert_eq!(
+            summary(&machine(), &results),
+            format!(
+                "{}{sections}",
+                include_str!("testdata/fake-tree-summary.txt")
+            )
         );
     }
 
     #[test]
     fn writes_every_document() {
         let tmp = temp_dir();
-        let home = tmp.path().join("criterion");
-        fake_tree(&home);
-        let records = load_criterion(&home, None).unwrap();
+        let results = fake_results(tmp.path());
         let docs = tmp.path().join("docs");
-        write_docs(&machine(), &records, &docs).unwrap();
+        write_docs(&machine(), &results, &docs).unwrap();
         let v: Value =
             serde_json::from_str(&fs::read_to_string(docs.join("measurements.json")).unwrap())
                 .unwrap();
         assert_eq!(v["device_name"], "NVIDIA H200");
         assert_eq!(v["driver_version"], "13.0");
         assert_eq!(v["commit"], "abc1234");
-        assert_eq!(v["records"].as_array().unwrap().len(), 25);
+        // criterion's 25, then the 23 scenario records.
+        let records = v["records"].as_array().unwrap();
+        assert_eq!(records.len(), 25 + 23);
         assert_eq!(v["records"][0]["direction"], "H2D");
         assert_eq!(v["records"][0]["bytes"], 150_528);
         assert_eq!(v["records"][0]["column"], "pageable");
         assert_eq!(v["records"][0]["scenario"], "back-to-back");
         assert_eq!(v["records"][0]["median_us"], 19.9);
         assert_eq!(v["records"][0]["p99_us"], 39.404);
+        assert_eq!(records[25]["scenario"], "sleep-2ms");
+        assert_eq!(records[25]["direction"], "H2D");
+        assert_eq!(records[25]["median_us"], 25.0);
+        assert_eq!(records[25]["samples"], 1000);
+        // Fields a record does not have are left out, not written as null.
+        let ideal = records.iter().find(|r| r["column"] == "ideal").unwrap();
+        assert_eq!(ideal.get("p50_us"), None);
+        assert_eq!(ideal.get("direction"), None);
+        // A scenario no table knows is kept whole.
+        assert_eq!(
+            records.last().unwrap(),
+            &serde_json::json!({"scenario": "warm-start", "column": "resident", "first_us": 812.5})
+        );
         assert!(docs.join("measurements.md").is_file());
         assert!(docs.join("bandwidth.svg").is_file());
         let table = fs::read_to_string(docs.join("measurements-table.md")).unwrap();
@@ -313,6 +310,6 @@ mod tests {
     #[test]
     fn nothing_to_render_is_an_error() {
         let tmp = temp_dir();
-        assert!(write_docs(&machine(), &[], tmp.path()).is_err());
+        assert!(write_docs(&machine(), &Results::default(), tmp.path()).is_err());
     }
 }

@@ -1,4 +1,5 @@
-//! Reading criterion's result folders into [`Record`]s.
+//! Reading what the benchmarks wrote: criterion's result folders into [`Record`]s,
+//! and the other benchmark executables' records files into [`ScenarioRecord`]s.
 //!
 //! criterion 0.5 keeps each benchmark's latest run in `<id>/new/`: `benchmark.json`
 //! (its id), `estimates.json` (point estimates with confidence intervals, in ns) and
@@ -14,7 +15,7 @@ use std::time::SystemTime;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::{sort_records, Record, BACK_TO_BACK};
+use super::record::{sort_records, sort_scenario_records, Record, ScenarioRecord, BACK_TO_BACK};
 use crate::{Context, Result};
 
 /// criterion's `benchmark.json`: the parts of a benchmark's id.
@@ -141,6 +142,48 @@ fn find_results(dir: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// A records file, `<executable>.json` in `BENCH_RECORDS_DIR`.
+#[derive(Debug, Deserialize)]
+struct RecordsFile {
+    records: Vec<ScenarioRecord>,
+}
+
+/// Reads every `*.json` in `dir`, the records the benchmark executables wrote (one
+/// file each), in file name order. A record measured twice (same scenario, direction,
+/// bytes and column) keeps the later one, with a warning. No folder means no records.
+pub fn load_records(dir: &Path) -> Result<Vec<ScenarioRecord>> {
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "json") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    let mut records: Vec<ScenarioRecord> = Vec::new();
+    for path in files {
+        for record in read_json::<RecordsFile>(&path)?.records {
+            match records.iter_mut().find(|r| r.key() == record.key()) {
+                Some(old) => {
+                    eprintln!(
+                        "warning: {} {} measured twice; keeping the one in {}",
+                        record.scenario,
+                        record.column,
+                        path.display()
+                    );
+                    *old = record;
+                }
+                None => records.push(record),
+            }
+        }
+    }
+    sort_scenario_records(&mut records);
+    Ok(records)
+}
+
 /// Reads a JSON file into `T`; the error names the file and what was wrong.
 pub(super) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
     let text =
@@ -218,7 +261,7 @@ fn parse_id(parts: &[&str]) -> Option<(String, u64, String)> {
 mod tests {
     use std::fs;
 
-    use super::super::fixtures::{fake_result, fake_tree, temp_dir};
+    use super::super::fixtures::{fake_records, fake_result, fake_tree, temp_dir};
     use super::*;
 
     #[test]
@@ -310,5 +353,107 @@ mod tests {
         fs::write(&estimates, r#"{"mean": {}}"#).unwrap();
         let e = load_criterion(tmp.path(), None).unwrap_err().to_string();
         assert!(e.contains("estimates.json") && e.contains("median"), "{e}");
+    }
+
+    #[test]
+    fn reads_records_files_typed_and_sorted() {
+        let tmp = temp_dir();
+        fake_records(tmp.path());
+        let records = load_records(tmp.path()).unwrap();
+        assert_eq!(records.len(), 10 + 9 + 4);
+        // Scenarios in document order, the unknown one last.
+        let scenarios: Vec<&str> = records.iter().map(|r| r.scenario.as_str()).collect();
+        let first = |s: &str| scenarios.iter().position(|x| *x == s).unwrap();
+        assert!(first("sleep-2ms") < first("busy-2ms"));
+        assert!(first("busy-2ms") < first("four-pipelines"));
+        assert!(first("four-pipelines") < first("pipeline"));
+        assert!(first("pipeline") < first("batch"));
+        assert_eq!(scenarios.last(), Some(&"warm-start"));
+        // Within a scenario: direction, bytes, then the column order.
+        let r = &records[0];
+        assert_eq!(
+            (r.scenario.as_str(), r.direction.as_deref(), r.bytes),
+            ("sleep-2ms", Some("H2D"), Some(150_528))
+        );
+        assert_eq!(r.column, "pageable");
+        assert_eq!(
+            (r.median_us, r.p99_us, r.samples),
+            (Some(25.0), Some(40.0), Some(1000))
+        );
+        let d2h: Vec<&str> = records
+            .iter()
+            .filter(|r| r.scenario == "sleep-2ms" && r.direction.as_deref() == Some("D2H"))
+            .map(|r| r.column.as_str())
+            .collect();
+        assert_eq!(d2h, ["pageable", "resident"]);
+        let pipeline: Vec<&str> = records
+            .iter()
+            .filter(|r| r.scenario == "pipeline")
+            .map(|r| r.column.as_str())
+            .collect();
+        // Unknown columns after the known ones.
+        assert_eq!(
+            pipeline,
+            [
+                "pageable-sync",
+                "staging-sync",
+                "ring",
+                "ideal",
+                "gpu-stage",
+                "zero-copy"
+            ]
+        );
+        // Integers where the schema has f64 read as numbers; null stays None.
+        let four = records
+            .iter()
+            .find(|r| r.scenario == "four-pipelines" && r.column == "resident")
+            .unwrap();
+        assert_eq!((four.fps, four.copy_threads), (Some(240.0), Some(4)));
+        let ideal = records.iter().find(|r| r.column == "ideal").unwrap();
+        assert_eq!(
+            (ideal.fps, ideal.p50_us, ideal.p99_us),
+            (Some(100.0), None, None)
+        );
+        // The unknown scenario's own field is kept.
+        let warm = records.last().unwrap();
+        assert_eq!(warm.other.get("first_us"), Some(&serde_json::json!(812.5)));
+    }
+
+    #[test]
+    fn records_measured_twice_keep_the_later_file_s() {
+        let tmp = temp_dir();
+        let one = |fps: f64| {
+            serde_json::json!({"records": [{"scenario": "pipeline", "column": "ring", "fps": fps}]})
+                .to_string()
+        };
+        fs::write(tmp.path().join("a.json"), one(1.0)).unwrap();
+        fs::write(tmp.path().join("b.json"), one(2.0)).unwrap();
+        let records = load_records(tmp.path()).unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].fps, Some(2.0));
+    }
+
+    #[test]
+    fn a_missing_records_folder_holds_no_records() {
+        let tmp = temp_dir();
+        assert!(load_records(&tmp.path().join("records"))
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn malformed_records_files_are_errors_naming_them() {
+        let tmp = temp_dir();
+        let path = tmp.path().join("frame_loop.json");
+        for bad in [
+            r#"[1, 2]"#,
+            r#"{"records": [{"column": "resident"}]}"#,
+            r#"{"records": [{"scenario": "batch", "column": "batched", "bytes": "many"}]}"#,
+            "{",
+        ] {
+            fs::write(&path, bad).unwrap();
+            let e = load_records(tmp.path()).unwrap_err().to_string();
+            assert!(e.contains("frame_loop.json"), "{bad}: {e}");
+        }
     }
 }

@@ -1,10 +1,14 @@
-//! `cargo xtask bench`: run the criterion benchmarks of the `benches` package and render
-//! them into `docs/` (see [`crate::render`]), here, through a bundle for a GPU
-//! machine, or from results brought back from one.
+//! `cargo xtask bench`: run the benchmarks of the `benches` package and render them
+//! into `docs/` (see [`crate::render`]), here, through a bundle for a GPU machine, or
+//! from results brought back from one.
+//!
+//! The benchmarks leave two kinds of results: criterion's folders under
+//! `CRITERION_HOME`, and the records files that the other benchmark executables write
+//! into `BENCH_RECORDS_DIR` (`<name>.json` each). Both variables are set for every run.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
@@ -26,7 +30,8 @@ pub struct Args {
     /// criterion.tar.gz (or an unpacked criterion/ folder) and records/*.json.
     #[arg(long, value_name = "PATH")]
     report: Option<PathBuf>,
-    /// With --report: print the seed table and reading instead of writing docs/.
+    /// With --report: print the seed table, the reading and the scenario tables
+    /// instead of writing docs/.
     #[arg(long, requires = "report")]
     print: bool,
     /// Shorter measurements: the benches see BENCH_QUICK=1 (with --bundle: run.sh's
@@ -42,6 +47,7 @@ pub struct Args {
     bench_args: Vec<String>,
 }
 
+/// Runs `cargo xtask bench` with these options.
 pub fn run(args: &Args) -> Result<()> {
     if let Some(dir) = &args.bundle {
         return bundle(args, dir);
@@ -72,22 +78,42 @@ fn local(args: &Args) -> Result<()> {
         Some(h) => PathBuf::from(h),
         None => meta.target_dir.join("criterion"),
     };
+    // Cleared so that only this run's records are rendered.
+    let records_dir = meta.target_dir.join("bench-records");
+    if records_dir.exists() {
+        fs::remove_dir_all(&records_dir)
+            .with_context(|| format!("cannot clear {}", records_dir.display()))?;
+    }
+    fs::create_dir_all(&records_dir)
+        .with_context(|| format!("cannot create {}", records_dir.display()))?;
     // Results older than this run are stale: render only what this run wrote.
     let started = SystemTime::now() - Duration::from_secs(1);
     let sh = cargo_util::shell()?;
     let mut cmd = cargo_util::cargo(&sh)
         .args(["bench", "-p", "benches"])
-        .env("CRITERION_HOME", &home);
+        .env("CRITERION_HOME", &home)
+        .env("BENCH_RECORDS_DIR", &records_dir);
     if args.quick {
         cmd = cmd.env("BENCH_QUICK", "1");
     }
     if !args.bench_args.is_empty() {
         cmd = cmd.arg("--").args(&args.bench_args);
     }
-    cmd.run()?;
-    let records = render::load_criterion(&home, Some(started))?;
-    if records.is_empty() {
-        return Err(format!("the benches wrote no result under {}", home.display()).into());
+    let clock = Instant::now();
+    let ran = cmd.run();
+    println!("bench run took {}", whole_seconds(clock.elapsed()));
+    ran?;
+    let results = render::Results {
+        back_to_back: render::load_criterion(&home, Some(started))?,
+        scenarios: render::load_records(&records_dir)?,
+    };
+    if results.is_empty() {
+        return Err(format!(
+            "the benches wrote no result under {} or {}",
+            home.display(),
+            records_dir.display()
+        )
+        .into());
     }
     let machine = Machine {
         host: Machine::host_line(
@@ -100,11 +126,12 @@ fn local(args: &Args) -> Result<()> {
         date: info.date,
         commit: cargo_util::git_commit(),
     };
-    let results = render::Results {
-        back_to_back: records,
-        scenarios: Vec::new(),
-    };
     render::write_docs(&machine, &results, &docs_dir(args))
+}
+
+/// A duration for people, to the second: `3m 12s`.
+fn whole_seconds(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
 }
 
 fn report(args: &Args, path: &Path) -> Result<()> {
@@ -204,18 +231,12 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
     }
     names.sort();
     cargo_util::bundle_xtask(&sh, &bin, &meta)?;
-    let words = |items: &[String]| {
-        items
-            .iter()
-            .map(|s| cargo_util::sh_quote(s))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let script = RUN_SH
-        .replace("@COMMIT@", &cargo_util::git_commit())
-        .replace("@QUICK@", if args.quick { "1" } else { "0" })
-        .replace("@BENCHES@", &words(&names))
-        .replace("@BENCH_ARGS@", &words(&args.bench_args));
+    let script = run_script(
+        &cargo_util::git_commit(),
+        args.quick,
+        &names,
+        &args.bench_args,
+    );
     cargo_util::write_script(&dir.join("run.sh"), &script)?;
     cargo_util::report_bundle(
         &dir,
@@ -230,9 +251,18 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The bundle's run.sh for these bench executables (names under `bin/`).
+fn run_script(commit: &str, quick: bool, benches: &[String], bench_args: &[String]) -> String {
+    RUN_SH
+        .replace("@COMMIT@", commit)
+        .replace("@QUICK@", if quick { "1" } else { "0" })
+        .replace("@BENCHES@", &cargo_util::sh_words(benches))
+        .replace("@BENCH_ARGS@", &cargo_util::sh_words(bench_args))
+}
+
 const RUN_SH: &str = r#"#!/usr/bin/env bash
 # Generated by `cargo xtask bench --bundle` at commit @COMMIT@; do not edit.
-# Runs the criterion benchmarks on a machine with a CUDA GPU.
+# Runs the benchmarks on a machine with a CUDA GPU.
 #
 #   bash run.sh [--quick] [-- BENCH_ARGS...]
 #
@@ -240,7 +270,8 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 #   BENCH_ARGS   passed to every bench executable after --bench (e.g. a filter: H2D/150528)
 #
 # Results go to $OUT when OUT is set, else to results/ here: device.json, commit.txt,
-# criterion.tar.gz and bench.log. Render them where the sources are with
+# criterion.tar.gz, records/*.json (one per bench executable that writes records) and
+# bench.log. Render them where the sources are with
 #   cargo xtask bench --report <that folder>
 set -u
 cd "$(dirname "$0")" || exit 2
@@ -251,7 +282,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --) shift; ARGS=("$@"); break ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument: $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -275,10 +306,14 @@ echo "@COMMIT@" > "$RESULTS/commit.txt"
 
 export CRITERION_HOME="$RESULTS/criterion"
 rm -rf "$CRITERION_HOME"
+export BENCH_RECORDS_DIR="$RESULTS/records"
+rm -rf "$BENCH_RECORDS_DIR"
+mkdir -p "$BENCH_RECORDS_DIR" || exit 2
 if [ "$QUICK" = 1 ]; then export BENCH_QUICK=1; else unset BENCH_QUICK; fi
 
 LINES=()
 FAILED=0
+RUN_START=$SECONDS
 for name in ${BENCHES[@]+"${BENCHES[@]}"}; do
   echo "===== $name --bench ${ARGS[*]-}" | tee -a "$LOG"
   start=$SECONDS
@@ -292,7 +327,11 @@ for name in ${BENCHES[@]+"${BENCHES[@]}"}; do
   fi
 done
 
+RUN_TIME=$((SECONDS - RUN_START))
+
 COUNT=$(find "$CRITERION_HOME" -path '*/new/estimates.json' 2>/dev/null | wc -l)
+RECORDS=$(find "$BENCH_RECORDS_DIR" -maxdepth 1 -name '*.json' | wc -l)
+if [ "$RECORDS" -eq 0 ]; then rmdir "$BENCH_RECORDS_DIR" 2> /dev/null; fi
 if [ "$COUNT" -gt 0 ]; then
   if tar -czf "$RESULTS/criterion.tar.gz" -C "$RESULTS" criterion; then
     if [ -n "${OUT:-}" ]; then rm -rf "$CRITERION_HOME"; fi
@@ -307,8 +346,9 @@ fi
   echo "== summary (commit @COMMIT@, quick=$QUICK)"
   echo "$DEVICE"
   printf '%s\n' ${LINES[@]+"${LINES[@]}"}
-  echo "results: $COUNT benchmarks in $RESULTS/criterion.tar.gz (+ device.json, commit.txt, bench.log)"
-  if [ "$COUNT" -gt 0 ]; then
+  echo "bench run took $((RUN_TIME / 60))m $((RUN_TIME % 60))s"
+  echo "results: $COUNT criterion benchmarks in $RESULTS/criterion.tar.gz, $RECORDS records file(s) in $RESULTS/records (+ device.json, commit.txt, bench.log)"
+  if [ "$COUNT" -gt 0 ] || [ "$RECORDS" -gt 0 ]; then
     echo
     bin/xtask bench --report "$RESULTS" --print 2>&1
   fi
@@ -316,7 +356,7 @@ fi
   echo "render: cargo xtask bench --report <the folder holding these results>"
   echo "BENCH: $((${#BENCHES[@]} - FAILED)) ok, $FAILED failed"
 } | tee -a "$LOG"
-[ "$FAILED" -eq 0 ] && [ "$COUNT" -gt 0 ]
+[ "$FAILED" -eq 0 ] && { [ "$COUNT" -gt 0 ] || [ "$RECORDS" -gt 0 ]; }
 "#;
 
 #[cfg(test)]
@@ -338,5 +378,140 @@ mod tests {
         assert_eq!(m.driver_version, "13.0");
         assert_eq!(m.date, "2026-01-02");
         assert_eq!(m.commit, "abc1234");
+    }
+
+    /// Stands in for the bundle's release xtask: answers the probe and the report.
+    const FAKE_XTASK: &str = r#"#!/bin/sh
+case "$*" in
+  probe) echo "found: Fake GPU, driver 13.0, 1 device (device 0: 1 GiB)" ;;
+  "probe --json") echo '{"device_name": "Fake GPU"}' ;;
+  "bench --report "*" --print") echo "fake report of $3" ;;
+  *) echo "fake xtask: unexpected arguments: $*" >&2; exit 2 ;;
+esac
+"#;
+
+    /// Stands in for a bench executable: one criterion result and one records file,
+    /// or (FAKE_WRITES=records) only the records file, or (FAKE_WRITES=none) nothing.
+    const FAKE_BENCH: &str = r#"#!/bin/sh
+[ "$1" = --bench ] && [ "$BENCH_QUICK" = 1 ] || exit 3
+if [ "${FAKE_WRITES:-all}" = all ]; then
+  mkdir -p "$CRITERION_HOME/H2D_64/pageable/new"
+  echo '{}' > "$CRITERION_HOME/H2D_64/pageable/new/estimates.json"
+fi
+if [ "${FAKE_WRITES:-all}" != none ]; then
+  echo '{"records": []}' > "$BENCH_RECORDS_DIR/fake.json"
+fi
+"#;
+
+    /// A bundle of the fake executables and run.sh; runs it with OUT set and
+    /// FAKE_WRITES as given, and returns the folder, what run.sh printed and whether
+    /// it exited 0.
+    fn run_fake_bundle(writes: &str) -> (xshell::TempDir, String, bool) {
+        let sh = xshell::Shell::new().unwrap();
+        let tmp = sh.create_temp_dir().unwrap();
+        let bin = tmp.path().join("bin");
+        fs::create_dir_all(&bin).unwrap();
+        cargo_util::write_script(&bin.join("xtask"), FAKE_XTASK).unwrap();
+        cargo_util::write_script(&bin.join("benches-bench-fake"), FAKE_BENCH).unwrap();
+        let script = run_script("abc1234", true, &["benches-bench-fake".into()], &[]);
+        for placeholder in ["@COMMIT@", "@QUICK@", "@BENCHES@", "@BENCH_ARGS@"] {
+            assert!(!script.contains(placeholder), "{placeholder} was left");
+        }
+        let run_sh = tmp.path().join("run.sh");
+        cargo_util::write_script(&run_sh, &script).unwrap();
+        let out = sh
+            .cmd("bash")
+            .arg(&run_sh)
+            .env("OUT", tmp.path().join("out"))
+            .env("FAKE_WRITES", writes)
+            .ignore_status()
+            .quiet()
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+        (tmp, printed, out.status.success())
+    }
+
+    /// Every file under `dir`, relative to it, sorted.
+    fn files_under(dir: &Path) -> Vec<String> {
+        let mut found = Vec::new();
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                found.extend(
+                    files_under(&path)
+                        .into_iter()
+                        .map(|f| format!("{name}/{f}")),
+                );
+            } else {
+                found.push(name);
+            }
+        }
+        found.sort();
+        found
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn run_sh_keeps_criterion_results_and_records_in_out() {
+        let (tmp, printed, ok) = run_fake_bundle("all");
+        assert!(ok, "{printed}");
+        let out = tmp.path().join("out");
+        // Few files, at most one folder down: what the GPU machine hands back.
+        assert_eq!(
+            files_under(&out),
+            [
+                "bench.log",
+                "commit.txt",
+                "criterion.tar.gz",
+                "device.json",
+                "records/fake.json"
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(out.join("commit.txt")).unwrap(),
+            "abc1234\n"
+        );
+        assert!(printed.contains("benches-bench-fake: ok"), "{printed}");
+        assert!(printed.contains("bench run took 0m "), "{printed}");
+        assert!(
+            printed.contains("results: 1 criterion benchmarks in ")
+                && printed.contains(", 1 records file(s) in "),
+            "{printed}"
+        );
+        assert!(printed.contains(&format!("fake report of {}", out.display())));
+        assert!(printed.ends_with("BENCH: 1 ok, 0 failed\n"), "{printed}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn run_sh_succeeds_on_records_alone_and_fails_on_nothing() {
+        let (tmp, printed, ok) = run_fake_bundle("records");
+        assert!(ok, "{printed}");
+        let files = files_under(&tmp.path().join("out"));
+        assert_eq!(
+            files,
+            [
+                "bench.log",
+                "commit.txt",
+                "device.json",
+                "records/fake.json"
+            ]
+        );
+        assert!(printed.contains("fake report of"), "{printed}");
+
+        let (tmp, printed, ok) = run_fake_bundle("none");
+        assert!(!ok, "{printed}");
+        // No empty records folder is left behind.
+        let files = files_under(&tmp.path().join("out"));
+        assert_eq!(files, ["bench.log", "commit.txt", "device.json"]);
+        assert!(!printed.contains("fake report of"), "{printed}");
+    }
+
+    #[test]
+    fn whole_seconds_for_people() {
+        assert_eq!(whole_seconds(Duration::from_millis(192_700)), "3m 12s");
+        assert_eq!(whole_seconds(Duration::from_millis(900)), "0s");
     }
 }

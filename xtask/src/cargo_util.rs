@@ -204,8 +204,11 @@ pub fn run_tee(cmd: Cmd<'_>) -> Result<(ExitStatus, String)> {
 /// The counts of libtest's `test result:` lines, summed over an executable's output.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct TestCounts {
+    /// Tests that passed.
     pub passed: u64,
+    /// Tests that failed.
     pub failed: u64,
+    /// Tests that were ignored (GPU tests without `--include-ignored`).
     pub ignored: u64,
     /// How many `test result:` lines there were.
     pub results: u64,
@@ -344,6 +347,15 @@ pub fn git_commit() -> String {
         Some(s) if !s.is_empty() => format!("{head}-dirty"),
         _ => head,
     }
+}
+
+/// Words for a bash array: each quoted, space-separated.
+pub fn sh_words(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|s| sh_quote(s))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Quotes a word for bash (single quotes).

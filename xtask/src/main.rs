@@ -3,9 +3,9 @@
 //! - `cargo xtask probe [--json]`: which CUDA GPU and driver this machine has.
 //! - `cargo xtask test-gpu [--sanitize] [--soak] [--bundle DIR]`: the workspace's tests,
 //!   GPU tests included, here or (with `--bundle`) as a folder to run on a GPU machine.
-//! - `cargo xtask bench [--quick] [--bundle DIR] [--report PATH]`: the criterion
-//!   benchmarks, here or as a folder, rendered into `docs/measurements.{md,json}` and
-//!   `docs/bandwidth.svg`.
+//! - `cargo xtask bench [--quick] [--bundle DIR] [--report PATH]`: the benchmarks
+//!   (criterion's, and the executables that write records files), here or as a
+//!   folder, rendered into `docs/measurements.{md,json}` and `docs/bandwidth.svg`.
 //!
 //! Every command prints its error without a backtrace and exits non-zero on failure.
 
@@ -57,7 +57,7 @@ enum Command {
     Probe(probe::Args),
     /// Run the workspace's tests, GPU tests included (or bundle them for a GPU machine).
     TestGpu(test_gpu::Args),
-    /// Run the criterion benchmarks and render docs/measurements.md (or bundle them).
+    /// Run the benchmarks and render docs/measurements.md (or bundle them).
     Bench(bench::Args),
 }
 

@@ -47,6 +47,7 @@ pub struct Args {
     test_args: Vec<String>,
 }
 
+/// Runs `cargo xtask test-gpu` with these options.
 pub fn run(args: &Args) -> Result<()> {
     match &args.bundle {
         Some(dir) => bundle(args, dir),
@@ -273,26 +274,18 @@ struct RunScript {
     test_args: Vec<String>,
 }
 
-fn words(items: &[String]) -> String {
-    items
-        .iter()
-        .map(|s| cargo_util::sh_quote(s))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn run_script(s: &RunScript) -> String {
     RUN_SH
         .replace("@COMMIT@", &s.commit)
         .replace("@SANITIZE@", if s.sanitize { "1" } else { "0" })
         .replace("@SOAK@", if s.soak { "1" } else { "0" })
         .replace("@MULTI@", if s.multi_gpu { "1" } else { "0" })
-        .replace("@MULTI_TESTS@", &words(&s.multi_gpu_tests))
+        .replace("@MULTI_TESTS@", &cargo_util::sh_words(&s.multi_gpu_tests))
         .replace("@ONLY@", &cargo_util::sh_quote(&s.only))
-        .replace("@TESTS@", &words(&s.tests))
-        .replace("@SOAK_TESTS@", &words(&s.soak_tests))
-        .replace("@NEEDS_CARGO@", &words(&s.needs_cargo))
-        .replace("@TEST_ARGS@", &words(&s.test_args))
+        .replace("@TESTS@", &cargo_util::sh_words(&s.tests))
+        .replace("@SOAK_TESTS@", &cargo_util::sh_words(&s.soak_tests))
+        .replace("@NEEDS_CARGO@", &cargo_util::sh_words(&s.needs_cargo))
+        .replace("@TEST_ARGS@", &cargo_util::sh_words(&s.test_args))
 }
 
 const RUN_SH: &str = r#"#!/usr/bin/env bash

@@ -101,16 +101,12 @@ fn draw_panel(
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{fake_tree, temp_dir};
-    use super::super::load_criterion;
+    use super::super::fixtures::fake_back_to_back;
     use super::*;
 
     #[test]
     fn draws_one_panel_per_direction() {
-        let tmp = temp_dir();
-        fake_tree(tmp.path());
-        let records = load_criterion(tmp.path(), None).unwrap();
-        let svg = svg(&records).unwrap();
+        let svg = svg(&fake_back_to_back()).unwrap();
         assert!(svg.starts_with("<svg"));
         assert!(svg.contains("H2D bandwidth"));
         assert!(svg.contains("D2H bandwidth"));

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use xshell::{Shell, TempDir};
 
-use super::record::COLUMN_ORDER;
-use super::Machine;
+use super::record::{Record, COLUMN_ORDER};
+use super::{load_criterion, Machine};
 
 /// A fresh folder under the system temp dir, removed when dropped.
 pub fn temp_dir() -> TempDir {
@@ -60,6 +60,13 @@ pub fn machine() -> Machine {
         date: "2026-01-02".into(),
         commit: "abc1234".into(),
     }
+}
+
+/// The records of [`fake_tree`], read back by the reader.
+pub fn fake_back_to_back() -> Vec<Record> {
+    let tmp = temp_dir();
+    fake_tree(tmp.path());
+    load_criterion(tmp.path(), None).unwrap()
 }
 
 /// The anchor table's numbers (µs), plus pageable-async, raw-pinned and cudarc.

@@ -196,7 +196,7 @@ pub fn write_docs(machine: &Machine, results: &Results, docs_dir: &Path) -> Resu
 mod tests {
     use serde_json::Value;
 
-    use super::fixtures::{fake_records, fake_tree, machine, temp_dir};
+    use super::fixtures::{fake_back_to_back, fake_records, fake_tree, machine, temp_dir};
     use super::*;
 
     /// The fake criterion tree and the fake records files.
@@ -229,10 +229,8 @@ mod tests {
     /// for the fake tree).
     #[test]
     fn back_to_back_documents_match_the_golden_files() {
-        let tmp = temp_dir();
-        fake_tree(tmp.path());
         let results = Results {
-            back_to_back: load_criterion(tmp.path(), None).unwrap(),
+            back_to_back: fake_back_to_back(),
             scenarios: Vec::new(),
         };
         assert_eq!(

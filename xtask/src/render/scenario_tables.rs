@@ -159,107 +159,100 @@ fn frame_loop_table(records: &[&ScenarioRecord]) -> String {
     s
 }
 
-fn four_pipelines(records: &[ScenarioRecord]) -> String {
-    let found = of(records, FOUR_PIPELINES);
-    if found.is_empty() {
+/// A table of one row per record: the column's name, then `cells(record)` under
+/// `headers` (after "column"), then the samples line; empty without records.
+fn per_column_table(
+    records: &[&ScenarioRecord],
+    headers: &[&str],
+    cells: impl Fn(&ScenarioRecord) -> Vec<String>,
+) -> String {
+    if records.is_empty() {
         return String::new();
     }
-    let pageable = find(&found, "pageable").and_then(|r| r.fps);
-    let mut s = header_row(
-        &[
-            "column",
-            "frames/s",
-            "vs pageable",
-            "p50 (µs)",
-            "p99 (µs)",
-            "copy threads",
-        ],
+    let mut s = String::from("\n");
+    s.push_str(&header_row(
+        &[&["column"], headers].concat(),
         &[] as &[&str],
-    );
-    for r in &found {
-        let threads = r
-            .copy_threads
-            .map_or_else(|| "—".to_string(), |n| n.to_string());
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {threads} |",
-            r.column,
+    ));
+    for r in records {
+        let _ = writeln!(s, "| {} | {} |", r.column, cells(r).join(" | "));
+    }
+    s.push_str(&samples_line(records, "row"));
+    s
+}
+
+/// A count, or `—` where there is none.
+fn count_cell(n: Option<u64>) -> String {
+    n.map_or_else(|| "—".to_string(), |n| n.to_string())
+}
+
+fn four_pipelines(records: &[ScenarioRecord]) -> String {
+    let found = of(records, FOUR_PIPELINES);
+    let pageable = find(&found, "pageable").and_then(|r| r.fps);
+    let headers = [
+        "frames/s",
+        "vs pageable",
+        "p50 (µs)",
+        "p99 (µs)",
+        "copy threads",
+    ];
+    let table = per_column_table(&found, &headers, |r| {
+        vec![
             cell(r.fps),
             ratio_cell(over(r.fps, pageable)),
             cell(r.p50()),
             cell(r.p99_us),
-        );
-    }
-    s.push_str(&samples_line(&found, "row"));
-    section("Four pipelines", FOUR_PIPELINES_NOTE, format!("\n{s}"))
+            count_cell(r.copy_threads),
+        ]
+    });
+    section("Four pipelines", FOUR_PIPELINES_NOTE, table)
 }
 
 fn pipeline(records: &[ScenarioRecord]) -> String {
     let found = of(records, PIPELINE);
-    if found.is_empty() {
-        return String::new();
-    }
     let fps_of = |column: &str| find(&found, column).and_then(|r| r.fps);
     let (ideal, staging_sync) = (fps_of("ideal"), fps_of("staging-sync"));
-    let mut s = header_row(
-        &[
-            "column",
-            "frames/s",
-            "vs ideal",
-            "vs staging-sync",
-            "p50 (µs)",
-            "p99 (µs)",
-        ],
-        &[] as &[&str],
-    );
-    for r in &found {
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} |",
-            r.column,
+    let headers = [
+        "frames/s",
+        "vs ideal",
+        "vs staging-sync",
+        "p50 (µs)",
+        "p99 (µs)",
+    ];
+    let table = per_column_table(&found, &headers, |r| {
+        vec![
             cell(r.fps),
             ratio_cell(over(r.fps, ideal)),
             ratio_cell(over(r.fps, staging_sync)),
             cell(r.p50()),
             cell(r.p99_us),
-        );
-    }
-    s.push_str(&samples_line(&found, "row"));
-    section("Pipeline", PIPELINE_NOTE, format!("\n{s}"))
+        ]
+    });
+    section("Pipeline", PIPELINE_NOTE, table)
 }
 
 fn batch(records: &[ScenarioRecord]) -> String {
     let found = of(records, BATCH);
-    if found.is_empty() {
-        return String::new();
-    }
     let median_of = |column: &str| find(&found, column).and_then(ScenarioRecord::p50);
     let separate = median_of("separate");
-    let mut s = header_row(
-        &["column", "bytes", "median (µs)", "p99 (µs)", "vs separate"],
-        &[] as &[&str],
-    );
-    for r in &found {
-        let bytes = r.bytes.map_or_else(|| "—".to_string(), |n| n.to_string());
-        let _ = writeln!(
-            s,
-            "| {} | {bytes} | {} | {} | {} |",
-            r.column,
+    let headers = ["bytes", "median (µs)", "p99 (µs)", "vs separate"];
+    let mut table = per_column_table(&found, &headers, |r| {
+        vec![
+            count_cell(r.bytes),
             cell(r.p50()),
             cell(r.p99_us),
             ratio_cell(over(separate, r.p50())),
-        );
-    }
-    s.push_str(&samples_line(&found, "row"));
+        ]
+    });
     if let Some(x) = over(median_of("batched"), median_of("largest-alone")) {
         let _ = writeln!(
-            s,
+            table,
             "\n`batched` takes {} the time of `largest-alone` (median over median): the \
              closer to 1.00x, the more of the other downloads hide behind the largest.",
             ratio_str(x)
         );
     }
-    section("Batched downloads", BATCH_NOTE, format!("\n{s}"))
+    section("Batched downloads", BATCH_NOTE, table)
 }
 
 #[cfg(test)]

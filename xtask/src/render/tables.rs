@@ -290,15 +290,13 @@ pub(super) fn reading(t: &Table) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{fake_tree, machine, temp_dir};
-    use super::super::{load_criterion, markdown, Results};
+    use super::super::fixtures::{fake_back_to_back, machine};
+    use super::super::{markdown, Results};
     use super::*;
 
     #[test]
     fn renders_a_fake_criterion_tree() {
-        let tmp = temp_dir();
-        fake_tree(tmp.path());
-        let records = load_criterion(tmp.path(), None).unwrap();
+        let records = fake_back_to_back();
 
         let t = Table::new(&records);
         // Baseline: the faster of pageable (19.9) and pageable-async (21.0).

@@ -10,14 +10,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::Value;
+use serde::Deserialize;
 
 use cargo_metadata::TargetKind;
 use xshell::cmd;
 
 use crate::cargo_util::{self, Metadata};
 use crate::render::{self, Machine};
-use crate::{probe, project_root, Context, Result};
+use crate::{probe, project_root, read_json, Context, Result};
 
 /// Options of `cargo xtask bench`.
 #[derive(clap::Args)]
@@ -178,36 +178,43 @@ fn report(args: &Args, path: &Path) -> Result<()> {
     render::write_docs(&machine, &results, &docs_dir(args))
 }
 
-/// The machine from `device.json` (written by `xtask probe --json`) and the commit from
-/// `commit.txt` (written by run.sh), with fallbacks.
+/// What a report takes from `device.json` (written by `xtask probe --json` from a
+/// [`probe::DeviceInfo`]). Every field is optional, so that files written by older
+/// probes still read; what is missing shows as unknown.
+#[derive(Debug, Default, Deserialize)]
+struct DeviceJson {
+    device_name: Option<String>,
+    driver_version: Option<String>,
+    date: Option<String>,
+    host_cpu: Option<String>,
+    host_cores: Option<usize>,
+    device_count: Option<usize>,
+}
+
+/// The machine from `device.json` and the commit from `commit.txt` (written by run.sh),
+/// with fallbacks.
 fn machine_from(results: &Path) -> Result<Machine> {
     let device = results.join("device.json");
-    let v: Value = if device.is_file() {
-        let text = fs::read_to_string(&device)
-            .with_context(|| format!("cannot read {}", device.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", device.display()))?
+    let v: DeviceJson = if device.is_file() {
+        read_json(&device)?
     } else {
         eprintln!(
             "warning: no {}; the machine will show as unknown",
             device.display()
         );
-        Value::Null
+        DeviceJson::default()
     };
-    let field = |k: &str| v[k].as_str().unwrap_or("unknown").to_string();
+    let known = |s: Option<String>| s.unwrap_or_else(|| "unknown".to_string());
     let commit = fs::read_to_string(results.join("commit.txt"))
         .map(|s| s.trim().to_string())
         .ok()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(cargo_util::git_commit);
     Ok(Machine {
-        host: Machine::host_line(
-            v["host_cpu"].as_str(),
-            v["host_cores"].as_u64().map(|n| n as usize),
-            v["device_count"].as_u64().map(|n| n as usize),
-        ),
-        device_name: field("device_name"),
-        driver_version: field("driver_version"),
-        date: field("date"),
+        host: Machine::host_line(v.host_cpu.as_deref(), v.host_cores, v.device_count),
+        device_name: known(v.device_name),
+        driver_version: known(v.driver_version),
+        date: known(v.date),
         commit,
     })
 }
@@ -378,6 +385,38 @@ mod tests {
         assert_eq!(m.driver_version, "13.0");
         assert_eq!(m.date, "2026-01-02");
         assert_eq!(m.commit, "abc1234");
+        assert_eq!(m.host, "1 GPU");
+
+        // A whole probe's output, as run.sh writes it.
+        let info = probe::DeviceInfo {
+            device_name: "NVIDIA H200".into(),
+            driver_version: "13.0".into(),
+            device_count: 1,
+            total_memory_bytes: 150_000_000_000,
+            date: "2026-01-03".into(),
+            timestamp: "2026-01-03T04:05:06Z".into(),
+            host_cpu: Some("Xeon".into()),
+            host_cores: Some(16),
+        };
+        fs::write(
+            dir.join("device.json"),
+            serde_json::to_string_pretty(&info).unwrap(),
+        )
+        .unwrap();
+        let m = machine_from(dir).unwrap();
+        assert_eq!(m.host, "Xeon, 16 cores, 1 GPU");
+        assert_eq!(m.date, "2026-01-03");
+
+        // No device.json: unknown machine; a broken one: an error naming it.
+        fs::remove_file(dir.join("device.json")).unwrap();
+        let m = machine_from(dir).unwrap();
+        assert_eq!(
+            (m.device_name.as_str(), m.host.as_str()),
+            ("unknown", "unknown")
+        );
+        fs::write(dir.join("device.json"), r#"{"device_count": "one"}"#).unwrap();
+        let e = machine_from(dir).unwrap_err().to_string();
+        assert!(e.contains("device.json"), "{e}");
     }
 
     /// Stands in for the bundle's release xtask: answers the probe and the report.

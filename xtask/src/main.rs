@@ -88,6 +88,13 @@ fn project_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Reads a JSON file into `T`; the error names the file and what was wrong.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("cannot read {}", path.display()))
+}
+
 /// Today's UTC date as `YYYY-MM-DD`, and the UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
 fn utc_now() -> (String, String) {
     utc_stamps(std::time::SystemTime::now())

@@ -12,11 +12,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
 use super::record::{sort_records, sort_scenario_records, Record, ScenarioRecord, BACK_TO_BACK};
-use crate::{Context, Result};
+use crate::{read_json, Context, Result};
 
 /// criterion's `benchmark.json`: the parts of a benchmark's id.
 #[derive(Debug, Deserialize)]
@@ -182,13 +181,6 @@ pub fn load_records(dir: &Path) -> Result<Vec<ScenarioRecord>> {
     }
     sort_scenario_records(&mut records);
     Ok(records)
-}
-
-/// Reads a JSON file into `T`; the error names the file and what was wrong.
-pub(super) fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
-    let text =
-        fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// ns to µs, kept to 0.1 ns so that the JSON stays short.

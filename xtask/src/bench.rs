@@ -1,17 +1,23 @@
-//! `cargo xtask bench`: run the criterion benchmarks of the `benches` package and render
-//! them into `docs/` (see [`crate::render`]), here, through a bundle for a GPU
-//! machine, or from results brought back from one.
+//! `cargo xtask bench`: run the benchmarks of the `benches` package and render them
+//! into `docs/` (see [`crate::render`]), here, through a bundle for a GPU machine, or
+//! from results brought back from one.
+//!
+//! The benchmarks leave two kinds of results: criterion's folders under
+//! `CRITERION_HOME`, and the records files that the other benchmark executables write
+//! into `BENCH_RECORDS_DIR` (`<name>.json` each). Both variables are set for every run.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::Value;
+use serde::Deserialize;
+
+use cargo_metadata::TargetKind;
+use xshell::cmd;
 
 use crate::cargo_util::{self, Metadata};
 use crate::render::{self, Machine};
-use crate::{probe, project_root, Context, Result};
+use crate::{probe, project_root, read_json, Context, Result};
 
 /// Options of `cargo xtask bench`.
 #[derive(clap::Args)]
@@ -20,11 +26,12 @@ pub struct Args {
     /// a GPU machine and run there (`bash DIR/run.sh [--quick]`).
     #[arg(long, value_name = "DIR", conflicts_with = "report")]
     bundle: Option<PathBuf>,
-    /// Render results brought back from a bundle run: a folder holding device.json and
-    /// criterion.tar.gz (or an unpacked criterion/ folder).
+    /// Render results brought back from a bundle run: a folder holding device.json,
+    /// criterion.tar.gz (or an unpacked criterion/ folder) and records/*.json.
     #[arg(long, value_name = "PATH")]
     report: Option<PathBuf>,
-    /// With --report: print the seed table and reading instead of writing docs/.
+    /// With --report: print the seed table, the reading and the scenario tables
+    /// instead of writing docs/.
     #[arg(long, requires = "report")]
     print: bool,
     /// Shorter measurements: the benches see BENCH_QUICK=1 (with --bundle: run.sh's
@@ -40,6 +47,7 @@ pub struct Args {
     bench_args: Vec<String>,
 }
 
+/// Runs `cargo xtask bench` with these options.
 pub fn run(args: &Args) -> Result<()> {
     if let Some(dir) = &args.bundle {
         return bundle(args, dir);
@@ -70,22 +78,42 @@ fn local(args: &Args) -> Result<()> {
         Some(h) => PathBuf::from(h),
         None => meta.target_dir.join("criterion"),
     };
+    // Cleared so that only this run's records are rendered.
+    let records_dir = meta.target_dir.join("bench-records");
+    if records_dir.exists() {
+        fs::remove_dir_all(&records_dir)
+            .with_context(|| format!("cannot clear {}", records_dir.display()))?;
+    }
+    fs::create_dir_all(&records_dir)
+        .with_context(|| format!("cannot create {}", records_dir.display()))?;
     // Results older than this run are stale: render only what this run wrote.
     let started = SystemTime::now() - Duration::from_secs(1);
-    let mut cmd = cargo_util::cargo();
-    cmd.args(["bench", "-p", "benches"])
-        .env("CRITERION_HOME", &home);
+    let sh = cargo_util::shell()?;
+    let mut cmd = cargo_util::cargo(&sh)
+        .args(["bench", "-p", "benches"])
+        .env("CRITERION_HOME", &home)
+        .env("BENCH_RECORDS_DIR", &records_dir);
     if args.quick {
-        cmd.env("BENCH_QUICK", "1");
+        cmd = cmd.env("BENCH_QUICK", "1");
     }
     if !args.bench_args.is_empty() {
-        cmd.arg("--").args(&args.bench_args);
+        cmd = cmd.arg("--").args(&args.bench_args);
     }
-    eprintln!("running {}", cargo_util::show(&cmd));
-    cargo_util::run_status(&mut cmd)?;
-    let records = render::load_criterion(&home, Some(started))?;
-    if records.is_empty() {
-        return Err(format!("the benches wrote no result under {}", home.display()).into());
+    let clock = Instant::now();
+    let ran = cmd.run();
+    println!("bench run took {}", whole_seconds(clock.elapsed()));
+    ran?;
+    let results = render::Results {
+        back_to_back: render::load_criterion(&home, Some(started))?,
+        scenarios: render::load_records(&records_dir)?,
+    };
+    if results.is_empty() {
+        return Err(format!(
+            "the benches wrote no result under {} or {}",
+            home.display(),
+            records_dir.display()
+        )
+        .into());
     }
     let machine = Machine {
         host: Machine::host_line(
@@ -98,16 +126,12 @@ fn local(args: &Args) -> Result<()> {
         date: info.date,
         commit: cargo_util::git_commit(),
     };
-    render::write_docs(&machine, &records, &docs_dir(args))
+    render::write_docs(&machine, &results, &docs_dir(args))
 }
 
-/// Removes a folder when dropped.
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
+/// A duration for people, to the second: `3m 12s`.
+fn whole_seconds(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
 }
 
 fn report(args: &Args, path: &Path) -> Result<()> {
@@ -118,73 +142,79 @@ fn report(args: &Args, path: &Path) -> Result<()> {
         )
         .into());
     }
+    // The shell below runs in the workspace root, not where the path was given.
+    let path =
+        &std::path::absolute(path).with_context(|| format!("--report {}", path.display()))?;
     let machine = machine_from(path)?;
     let tarball = path.join("criterion.tar.gz");
-    let _unpacked;
+    let sh = cargo_util::shell()?;
+    let unpacked;
     let home = if tarball.is_file() {
-        let tmp = std::env::temp_dir().join(format!("xtask-bench-report-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-        _unpacked = TempDir(tmp.clone());
-        cargo_util::run_status(
-            Command::new("tar")
-                .arg("-xzf")
-                .arg(&tarball)
-                .arg("-C")
-                .arg(&tmp),
-        )?;
-        tmp
+        unpacked = sh.create_temp_dir()?;
+        let tmp = unpacked.path();
+        cmd!(sh, "tar -xzf {tarball} -C {tmp}").run()?;
+        tmp.to_path_buf()
     } else if path.join("criterion").is_dir() {
         path.join("criterion")
     } else {
         // Perhaps a criterion home itself.
         path.to_path_buf()
     };
-    let records = render::load_criterion(&home, None)?;
-    if records.is_empty() {
+    let results = render::Results {
+        back_to_back: render::load_criterion(&home, None)?,
+        scenarios: render::load_records(&path.join("records"))?,
+    };
+    if results.is_empty() {
         return Err(format!(
-            "no criterion results under {} (expected criterion.tar.gz or criterion/ there)",
+            "no results under {} (expected criterion.tar.gz or criterion/, and records/*.json, there)",
             path.display()
         )
         .into());
     }
     if args.print {
-        print!("{}", render::summary(&machine, &records));
+        print!("{}", render::summary(&machine, &results));
         return Ok(());
     }
-    render::write_docs(&machine, &records, &docs_dir(args))
+    render::write_docs(&machine, &results, &docs_dir(args))
 }
 
-/// The machine from `device.json` (written by `xtask probe --json`) and the commit from
-/// `commit.txt` (written by run.sh), with fallbacks.
+/// What a report takes from `device.json` (written by `xtask probe --json` from a
+/// [`probe::DeviceInfo`]). Every field is optional, so that files written by older
+/// probes still read; what is missing shows as unknown.
+#[derive(Debug, Default, Deserialize)]
+struct DeviceJson {
+    device_name: Option<String>,
+    driver_version: Option<String>,
+    date: Option<String>,
+    host_cpu: Option<String>,
+    host_cores: Option<usize>,
+    device_count: Option<usize>,
+}
+
+/// The machine from `device.json` and the commit from `commit.txt` (written by run.sh),
+/// with fallbacks.
 fn machine_from(results: &Path) -> Result<Machine> {
     let device = results.join("device.json");
-    let v: Value = if device.is_file() {
-        let text = fs::read_to_string(&device)
-            .with_context(|| format!("cannot read {}", device.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", device.display()))?
+    let v: DeviceJson = if device.is_file() {
+        read_json(&device)?
     } else {
         eprintln!(
             "warning: no {}; the machine will show as unknown",
             device.display()
         );
-        Value::Null
+        DeviceJson::default()
     };
-    let field = |k: &str| v[k].as_str().unwrap_or("unknown").to_string();
+    let known = |s: Option<String>| s.unwrap_or_else(|| "unknown".to_string());
     let commit = fs::read_to_string(results.join("commit.txt"))
         .map(|s| s.trim().to_string())
         .ok()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(cargo_util::git_commit);
     Ok(Machine {
-        host: Machine::host_line(
-            v["host_cpu"].as_str(),
-            v["host_cores"].as_u64().map(|n| n as usize),
-            v["device_count"].as_u64().map(|n| n as usize),
-        ),
-        device_name: field("device_name"),
-        driver_version: field("driver_version"),
-        date: field("date"),
+        host: Machine::host_line(v.host_cpu.as_deref(), v.host_cores, v.device_count),
+        device_name: known(v.device_name),
+        driver_version: known(v.driver_version),
+        date: known(v.date),
         commit,
     })
 }
@@ -192,10 +222,11 @@ fn machine_from(results: &Path) -> Result<Machine> {
 fn bundle(args: &Args, dir: &Path) -> Result<()> {
     let dir = cargo_util::prepare_bundle(dir)?;
     let bin = dir.join("bin");
+    let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let built = cargo_util::build(&["bench", "-p", "benches", "--no-run"], &[], &meta)?;
+    let built = cargo_util::build(&sh, &["bench", "-p", "benches", "--no-run"], &meta)?;
     let mut names: Vec<String> = Vec::new();
-    for a in built.iter().filter(|a| a.is_kind("bench")) {
+    for a in built.iter().filter(|a| a.is_kind(TargetKind::Bench)) {
         let name = a.bundle_name();
         if !names.contains(&name) {
             cargo_util::copy_executable(&a.executable, &bin, &name)?;
@@ -206,19 +237,13 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
         return Err("cargo bench -p benches built no bench executable".into());
     }
     names.sort();
-    cargo_util::bundle_xtask(&bin, &meta)?;
-    let words = |items: &[String]| {
-        items
-            .iter()
-            .map(|s| cargo_util::sh_quote(s))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let script = RUN_SH
-        .replace("@COMMIT@", &cargo_util::git_commit())
-        .replace("@QUICK@", if args.quick { "1" } else { "0" })
-        .replace("@BENCHES@", &words(&names))
-        .replace("@BENCH_ARGS@", &words(&args.bench_args));
+    cargo_util::bundle_xtask(&sh, &bin, &meta)?;
+    let script = run_script(
+        &cargo_util::git_commit(),
+        args.quick,
+        &names,
+        &args.bench_args,
+    );
     cargo_util::write_script(&dir.join("run.sh"), &script)?;
     cargo_util::report_bundle(
         &dir,
@@ -233,94 +258,17 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-const RUN_SH: &str = r#"#!/usr/bin/env bash
-# Generated by `cargo xtask bench --bundle` at commit @COMMIT@; do not edit.
-# Runs the criterion benchmarks on a machine with a CUDA GPU.
-#
-#   bash run.sh [--quick] [-- BENCH_ARGS...]
-#
-#   --quick      shorter measurements (the benches see BENCH_QUICK=1)
-#   BENCH_ARGS   passed to every bench executable after --bench (e.g. a filter: H2D/150528)
-#
-# Results go to $OUT when OUT is set, else to results/ here: device.json, commit.txt,
-# criterion.tar.gz and bench.log. Render them where the sources are with
-#   cargo xtask bench --report <that folder>
-set -u
-cd "$(dirname "$0")" || exit 2
+/// The bundle's run.sh for these bench executables (names under `bin/`).
+fn run_script(commit: &str, quick: bool, benches: &[String], bench_args: &[String]) -> String {
+    RUN_SH
+        .replace("@COMMIT@", commit)
+        .replace("@QUICK@", if quick { "1" } else { "0" })
+        .replace("@BENCHES@", &cargo_util::sh_words(benches))
+        .replace("@BENCH_ARGS@", &cargo_util::sh_words(bench_args))
+}
 
-QUICK=@QUICK@
-ARGS=(@BENCH_ARGS@)
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --quick) QUICK=1 ;;
-    --) shift; ARGS=("$@"); break ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
-    *) echo "run.sh: unknown argument: $1 (try --help)" >&2; exit 2 ;;
-  esac
-  shift
-done
-
-BENCHES=(@BENCHES@)
-RESULTS="${OUT:-$PWD/results}"
-mkdir -p "$RESULTS" || exit 2
-LOG="$RESULTS/bench.log"
-: > "$LOG"
-
-DEVICE=$(bin/xtask probe 2>&1)
-PROBE_RC=$?
-echo "$DEVICE" | tee -a "$LOG"
-if [ "$PROBE_RC" -ne 0 ] || ! bin/xtask probe --json > "$RESULTS/device.json"; then
-  echo "run.sh: no usable CUDA GPU on this machine (see above); nothing was measured" | tee -a "$LOG" >&2
-  rm -f "$RESULTS/device.json"
-  exit 1
-fi
-echo "@COMMIT@" > "$RESULTS/commit.txt"
-
-export CRITERION_HOME="$RESULTS/criterion"
-rm -rf "$CRITERION_HOME"
-if [ "$QUICK" = 1 ]; then export BENCH_QUICK=1; else unset BENCH_QUICK; fi
-
-LINES=()
-FAILED=0
-for name in ${BENCHES[@]+"${BENCHES[@]}"}; do
-  echo "===== $name --bench ${ARGS[*]-}" | tee -a "$LOG"
-  start=$SECONDS
-  "bin/$name" --bench ${ARGS[@]+"${ARGS[@]}"} 2>&1 | tee -a "$LOG"
-  rc=${PIPESTATUS[0]}
-  if [ "$rc" -eq 0 ]; then
-    LINES+=("$name: ok [$((SECONDS - start)) s]")
-  else
-    FAILED=$((FAILED + 1))
-    LINES+=("$name: FAILED, exit status $rc [$((SECONDS - start)) s]")
-  fi
-done
-
-COUNT=$(find "$CRITERION_HOME" -path '*/new/estimates.json' 2>/dev/null | wc -l)
-if [ "$COUNT" -gt 0 ]; then
-  if tar -czf "$RESULTS/criterion.tar.gz" -C "$RESULTS" criterion; then
-    if [ -n "${OUT:-}" ]; then rm -rf "$CRITERION_HOME"; fi
-  else
-    echo "run.sh: could not pack $CRITERION_HOME" >&2
-    FAILED=$((FAILED + 1))
-  fi
-fi
-
-{
-  echo
-  echo "== summary (commit @COMMIT@, quick=$QUICK)"
-  echo "$DEVICE"
-  printf '%s\n' ${LINES[@]+"${LINES[@]}"}
-  echo "results: $COUNT benchmarks in $RESULTS/criterion.tar.gz (+ device.json, commit.txt, bench.log)"
-  if [ "$COUNT" -gt 0 ]; then
-    echo
-    bin/xtask bench --report "$RESULTS" --print 2>&1
-  fi
-  echo
-  echo "render: cargo xtask bench --report <the folder holding these results>"
-  echo "BENCH: $((${#BENCHES[@]} - FAILED)) ok, $FAILED failed"
-} | tee -a "$LOG"
-[ "$FAILED" -eq 0 ] && [ "$COUNT" -gt 0 ]
-"#;
+/// The bundle's run.sh, with `@NAME@` placeholders filled in by `run_script`.
+const RUN_SH: &str = include_str!("bench/run.sh.in");
 
 #[cfg(test)]
 mod tests {
@@ -328,19 +276,185 @@ mod tests {
 
     #[test]
     fn machine_from_results() {
-        let dir = std::env::temp_dir().join(format!("xtask-machine-{}", std::process::id()));
-        let _guard = TempDir(dir.clone());
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = xshell::Shell::new().unwrap().create_temp_dir().unwrap();
+        let dir = tmp.path();
         fs::write(
             dir.join("device.json"),
             r#"{"device_name":"NVIDIA H200","driver_version":"13.0","device_count":1,"date":"2026-01-02"}"#,
         )
         .unwrap();
         fs::write(dir.join("commit.txt"), "abc1234\n").unwrap();
-        let m = machine_from(&dir).unwrap();
+        let m = machine_from(dir).unwrap();
         assert_eq!(m.device_name, "NVIDIA H200");
         assert_eq!(m.driver_version, "13.0");
         assert_eq!(m.date, "2026-01-02");
         assert_eq!(m.commit, "abc1234");
+        assert_eq!(m.host, "1 GPU");
+
+        // A whole probe's output, as run.sh writes it.
+        let info = probe::DeviceInfo {
+            device_name: "NVIDIA H200".into(),
+            driver_version: "13.0".into(),
+            device_count: 1,
+            total_memory_bytes: 150_000_000_000,
+            date: "2026-01-03".into(),
+            timestamp: "2026-01-03T04:05:06Z".into(),
+            host_cpu: Some("Xeon".into()),
+            host_cores: Some(16),
+        };
+        fs::write(
+            dir.join("device.json"),
+            serde_json::to_string_pretty(&info).unwrap(),
+        )
+        .unwrap();
+        let m = machine_from(dir).unwrap();
+        assert_eq!(m.host, "Xeon, 16 cores, 1 GPU");
+        assert_eq!(m.date, "2026-01-03");
+
+        // No device.json: unknown machine; a broken one: an error naming it.
+        fs::remove_file(dir.join("device.json")).unwrap();
+        let m = machine_from(dir).unwrap();
+        assert_eq!(
+            (m.device_name.as_str(), m.host.as_str()),
+            ("unknown", "unknown")
+        );
+        fs::write(dir.join("device.json"), r#"{"device_count": "one"}"#).unwrap();
+        let e = machine_from(dir).unwrap_err().to_string();
+        assert!(e.contains("device.json"), "{e}");
+    }
+
+    /// Stands in for the bundle's release xtask: answers the probe and the report.
+    const FAKE_XTASK: &str = r#"#!/bin/sh
+case "$*" in
+  probe) echo "found: Fake GPU, driver 13.0, 1 device (device 0: 1 GiB)" ;;
+  "probe --json") echo '{"device_name": "Fake GPU"}' ;;
+  "bench --report "*" --print") echo "fake report of $3" ;;
+  *) echo "fake xtask: unexpected arguments: $*" >&2; exit 2 ;;
+esac
+"#;
+
+    /// Stands in for a bench executable: one criterion result and one records file,
+    /// or (FAKE_WRITES=records) only the records file, or (FAKE_WRITES=none) nothing.
+    const FAKE_BENCH: &str = r#"#!/bin/sh
+[ "$1" = --bench ] && [ "$BENCH_QUICK" = 1 ] || exit 3
+if [ "${FAKE_WRITES:-all}" = all ]; then
+  mkdir -p "$CRITERION_HOME/H2D_64/pageable/new"
+  echo '{}' > "$CRITERION_HOME/H2D_64/pageable/new/estimates.json"
+fi
+if [ "${FAKE_WRITES:-all}" != none ]; then
+  echo '{"records": []}' > "$BENCH_RECORDS_DIR/fake.json"
+fi
+"#;
+
+    /// A bundle of the fake executables and run.sh; runs it with OUT set and
+    /// FAKE_WRITES as given, and returns the folder, what run.sh printed and whether
+    /// it exited 0.
+    fn run_fake_bundle(writes: &str) -> (xshell::TempDir, String, bool) {
+        let sh = xshell::Shell::new().unwrap();
+        let tmp = sh.create_temp_dir().unwrap();
+        let bin = tmp.path().join("bin");
+        fs::create_dir_all(&bin).unwrap();
+        cargo_util::write_script(&bin.join("xtask"), FAKE_XTASK).unwrap();
+        cargo_util::write_script(&bin.join("benches-bench-fake"), FAKE_BENCH).unwrap();
+        let script = run_script("abc1234", true, &["benches-bench-fake".into()], &[]);
+        for placeholder in ["@COMMIT@", "@QUICK@", "@BENCHES@", "@BENCH_ARGS@"] {
+            assert!(!script.contains(placeholder), "{placeholder} was left");
+        }
+        let run_sh = tmp.path().join("run.sh");
+        cargo_util::write_script(&run_sh, &script).unwrap();
+        let out = sh
+            .cmd("bash")
+            .arg(&run_sh)
+            .env("OUT", tmp.path().join("out"))
+            .env("FAKE_WRITES", writes)
+            .ignore_status()
+            .quiet()
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+        (tmp, printed, out.status.success())
+    }
+
+    /// Every file under `dir`, relative to it, sorted.
+    fn files_under(dir: &Path) -> Vec<String> {
+        let mut found = Vec::new();
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                found.extend(
+                    files_under(&path)
+                        .into_iter()
+                        .map(|f| format!("{name}/{f}")),
+                );
+            } else {
+                found.push(name);
+            }
+        }
+        found.sort();
+        found
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn run_sh_keeps_criterion_results_and_records_in_out() {
+        let (tmp, printed, ok) = run_fake_bundle("all");
+        assert!(ok, "{printed}");
+        let out = tmp.path().join("out");
+        // Few files, at most one folder down: what the GPU machine hands back.
+        assert_eq!(
+            files_under(&out),
+            [
+                "bench.log",
+                "commit.txt",
+                "criterion.tar.gz",
+                "device.json",
+                "records/fake.json"
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(out.join("commit.txt")).unwrap(),
+            "abc1234\n"
+        );
+        assert!(printed.contains("benches-bench-fake: ok"), "{printed}");
+        assert!(printed.contains("bench run took 0m "), "{printed}");
+        assert!(
+            printed.contains("results: 1 criterion benchmarks in ")
+                && printed.contains(", 1 records file(s) in "),
+            "{printed}"
+        );
+        assert!(printed.contains(&format!("fake report of {}", out.display())));
+        assert!(printed.ends_with("BENCH: 1 ok, 0 failed\n"), "{printed}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn run_sh_succeeds_on_records_alone_and_fails_on_nothing() {
+        let (tmp, printed, ok) = run_fake_bundle("records");
+        assert!(ok, "{printed}");
+        let files = files_under(&tmp.path().join("out"));
+        assert_eq!(
+            files,
+            [
+                "bench.log",
+                "commit.txt",
+                "device.json",
+                "records/fake.json"
+            ]
+        );
+        assert!(printed.contains("fake report of"), "{printed}");
+
+        let (tmp, printed, ok) = run_fake_bundle("none");
+        assert!(!ok, "{printed}");
+        // No empty records folder is left behind.
+        let files = files_under(&tmp.path().join("out"));
+        assert_eq!(files, ["bench.log", "commit.txt", "device.json"]);
+        assert!(!printed.contains("fake report of"), "{printed}");
+    }
+
+    #[test]
+    fn whole_seconds_for_people() {
+        assert_eq!(whole_seconds(Duration::from_millis(192_700)), "3m 12s");
+        assert_eq!(whole_seconds(Duration::from_millis(900)), "0s");
     }
 }

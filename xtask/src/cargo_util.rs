@@ -1,44 +1,39 @@
 //! Shared machinery: running cargo and collecting the executables it builds, running
 //! test executables with their output captured, libtest summaries, bundle folders.
+//!
+//! Commands are built with xshell, which quotes nothing by hand, echoes what it runs and
+//! turns a non-zero exit into an error. The two that must be read while they run (cargo's
+//! JSON messages, a test executable's output echoed as it comes) are turned into a
+//! `std::process::Command` and spawned with a pipe: xshell only returns output at the end.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
-use serde_json::Value;
+use cargo_metadata::{Message, MetadataCommand, PackageId, TargetKind};
+use xshell::{Cmd, Shell};
 
 use crate::{human_bytes, project_root, Context, Result};
 
-/// `cargo` as the one running us (`$CARGO`), in the workspace root.
-pub fn cargo() -> Command {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(project_root());
-    cmd
+/// The cargo running us (`$CARGO`), else `cargo` from `PATH`.
+fn cargo_program() -> OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
-/// Runs `cmd` to completion with inherited output; an error unless it exits 0.
-pub fn run_status(cmd: &mut Command) -> Result<()> {
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot run {}", show(cmd)))?;
-    if !status.success() {
-        return Err(format!("{} failed ({status})", show(cmd)).into());
-    }
-    Ok(())
+/// A shell whose commands run in the workspace root.
+pub fn shell() -> Result<Shell> {
+    let sh = Shell::new().context("cannot set up a shell")?;
+    sh.change_dir(project_root());
+    Ok(sh)
 }
 
-/// A command as it would be typed.
-pub fn show(cmd: &Command) -> String {
-    let mut s = cmd.get_program().to_string_lossy().into_owned();
-    for a in cmd.get_args() {
-        s.push(' ');
-        s.push_str(&a.to_string_lossy());
-    }
-    s
+/// `cargo` as the one running us (`$CARGO`), in the shell's folder.
+pub fn cargo(sh: &Shell) -> Cmd<'_> {
+    sh.cmd(cargo_program())
 }
 
 /// The parts of `cargo metadata` we use.
@@ -46,37 +41,28 @@ pub struct Metadata {
     /// Where cargo puts build outputs (`CARGO_TARGET_DIR` or `<root>/target`).
     pub target_dir: PathBuf,
     /// Package id to (name, manifest folder).
-    packages: HashMap<String, (String, PathBuf)>,
+    packages: HashMap<PackageId, (String, PathBuf)>,
 }
 
 impl Metadata {
+    /// Runs `cargo metadata --no-deps` in the workspace root.
     pub fn load() -> Result<Metadata> {
-        let out = cargo()
-            .args(["metadata", "--format-version", "1", "--no-deps"])
-            .stderr(Stdio::inherit())
-            .output()
-            .context("cannot run cargo metadata")?;
-        if !out.status.success() {
-            return Err(format!("cargo metadata failed ({})", out.status).into());
-        }
-        let v: Value = serde_json::from_slice(&out.stdout).context("cargo metadata's output")?;
-        let target_dir = v["target_directory"]
-            .as_str()
-            .ok_or("cargo metadata gave no target_directory")?
-            .into();
-        let mut packages = HashMap::new();
-        for p in v["packages"].as_array().into_iter().flatten() {
-            if let (Some(id), Some(name), Some(manifest)) = (
-                p["id"].as_str(),
-                p["name"].as_str(),
-                p["manifest_path"].as_str(),
-            ) {
-                let dir = Path::new(manifest).parent().unwrap_or(Path::new("/"));
-                packages.insert(id.to_string(), (name.to_string(), dir.to_path_buf()));
-            }
-        }
+        let meta = MetadataCommand::new()
+            .cargo_path(cargo_program())
+            .current_dir(project_root())
+            .no_deps()
+            .exec()
+            .context("cargo metadata")?;
+        let packages = meta
+            .packages
+            .into_iter()
+            .map(|p| {
+                let dir = p.manifest_path.parent().unwrap_or(&p.manifest_path);
+                (p.id, (p.name.to_string(), dir.as_std_path().to_path_buf()))
+            })
+            .collect();
         Ok(Metadata {
-            target_dir,
+            target_dir: meta.target_directory.into_std_path_buf(),
             packages,
         })
     }
@@ -91,8 +77,8 @@ pub struct Artifact {
     pub package_dir: PathBuf,
     /// The target's name, e.g. `cuda_core` (lib) or `soak` (tests/soak.rs).
     pub target: String,
-    /// The target's kinds, e.g. `["lib"]`, `["test"]`, `["bench"]`, `["bin"]`.
-    pub kinds: Vec<String>,
+    /// The target's kinds, e.g. `[Lib]`, `[Test]`, `[Bench]`, `[Bin]`.
+    pub kinds: Vec<TargetKind>,
     /// Built in test mode (a libtest harness, or a bench built by `cargo bench`).
     pub test: bool,
     /// The built file.
@@ -100,20 +86,51 @@ pub struct Artifact {
 }
 
 impl Artifact {
+    /// The executable of a `compiler-artifact` message, or `None` for a library or a
+    /// build script (no executable).
+    fn from_message(artifact: &cargo_metadata::Artifact, meta: &Metadata) -> Option<Artifact> {
+        let executable = artifact.executable.as_ref()?;
+        let (package, package_dir) = match meta.packages.get(&artifact.package_id) {
+            Some((name, dir)) => (name.clone(), dir.clone()),
+            None => {
+                // Fall back on the manifest's folder name.
+                let dir = artifact.manifest_path.parent()?;
+                (
+                    dir.file_name()?.to_string(),
+                    dir.as_std_path().to_path_buf(),
+                )
+            }
+        };
+        Some(Artifact {
+            package,
+            package_dir,
+            target: artifact.target.name.clone(),
+            kinds: artifact.target.kind.clone(),
+            test: artifact.profile.test,
+            executable: executable.as_std_path().to_path_buf(),
+        })
+    }
+
     /// A file name unique within the workspace: `cuda-core-lib`, `cuda-staging-test-soak`,
     /// `benches-bench-transfers`, `xtask-bin-xtask`.
     pub fn bundle_name(&self) -> String {
-        let kind = self.kinds.first().map_or("unknown", String::as_str);
-        match kind {
-            "lib" | "rlib" | "cdylib" | "dylib" | "staticlib" | "proc-macro" => {
-                format!("{}-lib", self.package)
-            }
-            _ => format!("{}-{kind}-{}", self.package, self.target),
+        match self.kinds.first() {
+            Some(
+                TargetKind::Lib
+                | TargetKind::RLib
+                | TargetKind::CDyLib
+                | TargetKind::DyLib
+                | TargetKind::StaticLib
+                | TargetKind::ProcMacro,
+            ) => format!("{}-lib", self.package),
+            Some(kind) => format!("{}-{kind}-{}", self.package, self.target),
+            None => format!("{}-unknown-{}", self.package, self.target),
         }
     }
 
-    pub fn is_kind(&self, kind: &str) -> bool {
-        self.kinds.iter().any(|k| k == kind)
+    /// Whether one of the target's kinds is `kind`.
+    pub fn is_kind(&self, kind: TargetKind) -> bool {
+        self.kinds.contains(&kind)
     }
 
     /// A soak target: its name says `soak`; excluded from test runs unless asked for.
@@ -129,70 +146,49 @@ impl Artifact {
 
 /// Runs `cargo <args> --message-format=json-render-diagnostics` (diagnostics and
 /// progress still reach the terminal) and returns every executable it reports.
-pub fn build(args: &[&str], envs: &[(&str, &str)], meta: &Metadata) -> Result<Vec<Artifact>> {
-    let mut cmd = cargo();
-    cmd.args(args)
-        .arg("--message-format=json-render-diagnostics")
-        .envs(envs.iter().copied())
-        .stdout(Stdio::piped());
-    eprintln!("running {}", show(&cmd));
-    let mut child = cmd
+pub fn build(sh: &Shell, args: &[&str], meta: &Metadata) -> Result<Vec<Artifact>> {
+    let cmd = cargo(sh)
+        .args(args)
+        .arg("--message-format=json-render-diagnostics");
+    let shown = cmd.to_string();
+    eprintln!("$ {shown}");
+    let mut child = Command::from(cmd)
+        .stdout(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot run {}", show(&cmd)))?;
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let mut artifacts = Vec::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.context("reading cargo's output")?;
-        if let Some(a) = parse_artifact(&line, meta) {
-            artifacts.push(a);
-        }
-    }
+        .with_context(|| format!("cannot run {shown}"))?;
+    let stdout = child.stdout.take().ok_or("cargo's stdout was not piped")?;
+    let artifacts = artifacts(BufReader::new(stdout), meta);
     let status = child.wait().context("waiting for cargo")?;
     if !status.success() {
-        return Err(format!("{} failed ({status})", show(&cmd)).into());
+        return Err(format!("{shown} failed ({status})").into());
     }
-    Ok(artifacts)
+    artifacts
 }
 
-fn parse_artifact(line: &str, meta: &Metadata) -> Option<Artifact> {
-    let v: Value = serde_json::from_str(line).ok()?;
-    if v["reason"] != "compiler-artifact" {
-        return None;
-    }
-    let executable = PathBuf::from(v["executable"].as_str()?);
-    let (package, package_dir) = match meta.packages.get(v["package_id"].as_str()?) {
-        Some((name, dir)) => (name.clone(), dir.clone()),
-        None => {
-            // Fall back on the manifest's folder name.
-            let dir = PathBuf::from(v["manifest_path"].as_str()?)
-                .parent()?
-                .to_path_buf();
-            let name = dir.file_name()?.to_string_lossy().into_owned();
-            (name, dir)
+/// The executables among cargo's JSON messages.
+fn artifacts(messages: impl BufRead, meta: &Metadata) -> Result<Vec<Artifact>> {
+    let mut found = Vec::new();
+    for message in Message::parse_stream(messages) {
+        if let Message::CompilerArtifact(a) = message.context("reading cargo's output")? {
+            found.extend(Artifact::from_message(&a, meta));
         }
-    };
-    Some(Artifact {
-        package,
-        package_dir,
-        target: v["target"]["name"].as_str()?.to_string(),
-        kinds: v["target"]["kind"]
-            .as_array()?
-            .iter()
-            .filter_map(|k| k.as_str().map(String::from))
-            .collect(),
-        test: v["profile"]["test"].as_bool().unwrap_or(false),
-        executable,
-    })
+    }
+    Ok(found)
 }
 
 /// Runs `cmd`, echoing its stdout as it comes and returning it with the exit status
-/// (stderr passes straight through). libtest prints its results to stdout.
-pub fn run_tee(cmd: &mut Command) -> Result<(ExitStatus, String)> {
-    cmd.stdout(Stdio::piped());
-    let mut child = cmd
+/// (stderr passes straight through; a non-zero exit is not an error here). libtest
+/// prints its results to stdout.
+pub fn run_tee(cmd: Cmd<'_>) -> Result<(ExitStatus, String)> {
+    let shown = cmd.to_string();
+    let mut child = Command::from(cmd)
+        .stdout(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot run {}", show(cmd)))?;
-    let stdout = child.stdout.take().expect("stdout is piped");
+        .with_context(|| format!("cannot run {shown}"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or("a test executable's stdout was not piped")?;
     let mut captured = String::new();
     let mut out = std::io::stdout();
     for line in BufReader::new(stdout).lines() {
@@ -208,8 +204,11 @@ pub fn run_tee(cmd: &mut Command) -> Result<(ExitStatus, String)> {
 /// The counts of libtest's `test result:` lines, summed over an executable's output.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct TestCounts {
+    /// Tests that passed.
     pub passed: u64,
+    /// Tests that failed.
     pub failed: u64,
+    /// Tests that were ignored (GPU tests without `--include-ignored`).
     pub ignored: u64,
     /// How many `test result:` lines there were.
     pub results: u64,
@@ -276,15 +275,15 @@ pub fn copy_executable(src: &Path, bin: &Path, name: &str) -> Result<()> {
 }
 
 /// Builds the release `xtask` and copies it to `bin/xtask`, so that a bundle can probe.
-pub fn bundle_xtask(bin: &Path, meta: &Metadata) -> Result<()> {
+pub fn bundle_xtask(sh: &Shell, bin: &Path, meta: &Metadata) -> Result<()> {
     let built = build(
+        sh,
         &["build", "--release", "-p", "xtask", "--bin", "xtask"],
-        &[],
         meta,
     )?;
     let xtask = built
         .iter()
-        .find(|a| a.is_kind("bin") && a.target == "xtask" && !a.test)
+        .find(|a| a.is_kind(TargetKind::Bin) && a.target == "xtask" && !a.test)
         .ok_or("cargo build -p xtask reported no xtask executable")?;
     copy_executable(&xtask.executable, bin, "xtask")
 }
@@ -329,15 +328,17 @@ pub fn report_bundle(dir: &Path, files: usize, how: &str) {
 /// `git rev-parse --short HEAD`, with `-dirty` when the tree has changes; `unknown`
 /// outside a git checkout.
 pub fn git_commit() -> String {
+    let Ok(sh) = shell() else {
+        return "unknown".into();
+    };
     let git = |args: &[&str]| {
-        Command::new("git")
+        sh.cmd("git")
             .args(args)
-            .current_dir(project_root())
-            .stderr(Stdio::null())
-            .output()
+            .quiet()
+            .ignore_stderr()
+            .read()
             .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .map(|s| s.trim().to_string())
     };
     let Some(head) = git(&["rev-parse", "--short", "HEAD"]) else {
         return "unknown".into();
@@ -346,6 +347,15 @@ pub fn git_commit() -> String {
         Some(s) if !s.is_empty() => format!("{head}-dirty"),
         _ => head,
     }
+}
+
+/// Words for a bash array: each quoted, space-separated.
+pub fn sh_words(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|s| sh_quote(s))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Quotes a word for bash (single quotes).
@@ -394,32 +404,76 @@ test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         assert_eq!(TestCounts::parse("segfault\n"), TestCounts::default());
     }
 
+    /// A `compiler-artifact` message as cargo prints it (one line).
+    fn artifact_line(package: &str, kind: &str, target: &str, test: bool, exe: &str) -> String {
+        serde_json::json!({
+            "reason": "compiler-artifact",
+            "package_id": format!("path+file:///w/crates/{package}#0.1.0"),
+            "manifest_path": format!("/w/crates/{package}/Cargo.toml"),
+            "target": {
+                "kind": [kind], "crate_types": [kind], "name": target,
+                "src_path": format!("/w/crates/{package}/src/lib.rs"),
+                "edition": "2021", "doc": true, "doctest": true, "test": true
+            },
+            "profile": {
+                "opt_level": "3", "debuginfo": 0, "debug_assertions": false,
+                "overflow_checks": false, "test": test
+            },
+            "features": [],
+            "filenames": [exe],
+            "executable": if exe.is_empty() { serde_json::Value::Null } else { exe.into() },
+            "fresh": true
+        })
+        .to_string()
+    }
+
     #[test]
     fn artifact_names() {
         let meta = Metadata {
             target_dir: "/t".into(),
             packages: HashMap::from([(
-                "path+file:///w/crates/cuda-core#0.1.0".to_string(),
+                PackageId {
+                    repr: "path+file:///w/crates/cuda-core#0.1.0".to_string(),
+                },
                 (
                     "cuda-core".to_string(),
                     PathBuf::from("/w/crates/cuda-core"),
                 ),
             )]),
         };
-        let line = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/cuda-core#0.1.0","manifest_path":"/w/crates/cuda-core/Cargo.toml","target":{"kind":["lib"],"crate_types":["lib"],"name":"cuda_core","src_path":"/w/crates/cuda-core/src/lib.rs"},"profile":{"test":true},"executable":"/t/release/deps/cuda_core-abc","fresh":true}"#;
-        let a = parse_artifact(line, &meta).unwrap();
+        let stream = [
+            artifact_line(
+                "cuda-core",
+                "lib",
+                "cuda_core",
+                true,
+                "/t/release/deps/cuda_core-abc",
+            ),
+            // Not in the metadata: named after its manifest's folder.
+            artifact_line(
+                "cuda-staging",
+                "test",
+                "soak",
+                true,
+                "/t/release/deps/soak-abc",
+            ),
+            // A library built for linking has no executable.
+            artifact_line("cuda-core", "lib", "cuda_core", false, ""),
+            r#"{"reason":"build-finished","success":true}"#.to_string(),
+            "a line that is not JSON".to_string(),
+        ]
+        .join("\n");
+        let found = artifacts(stream.as_bytes(), &meta).unwrap();
+        assert_eq!(found.len(), 2, "{found:?}");
+        let a = &found[0];
         assert_eq!(a.bundle_name(), "cuda-core-lib");
-        assert!(a.test && !a.is_soak());
+        assert!(a.test && !a.is_soak() && a.is_kind(TargetKind::Lib));
         assert_eq!(a.package_dir, Path::new("/w/crates/cuda-core"));
-
-        let line = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/cuda-staging#0.1.0","manifest_path":"/w/crates/cuda-staging/Cargo.toml","target":{"kind":["test"],"name":"soak"},"profile":{"test":true},"executable":"/t/release/deps/soak-abc"}"#;
-        let a = parse_artifact(line, &meta).unwrap();
+        assert_eq!(a.executable, Path::new("/t/release/deps/cuda_core-abc"));
+        let a = &found[1];
         assert_eq!(a.bundle_name(), "cuda-staging-test-soak");
+        assert_eq!(a.package_dir, Path::new("/w/crates/cuda-staging"));
         assert!(a.is_soak());
-
-        let lib = r#"{"reason":"compiler-artifact","package_id":"x","target":{"kind":["lib"],"name":"x"},"profile":{"test":false},"executable":null}"#;
-        assert!(parse_artifact(lib, &meta).is_none());
-        assert!(parse_artifact(r#"{"reason":"build-finished"}"#, &meta).is_none());
     }
 
     #[test]

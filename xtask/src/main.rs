@@ -3,9 +3,9 @@
 //! - `cargo xtask probe [--json]`: which CUDA GPU and driver this machine has.
 //! - `cargo xtask test-gpu [--sanitize] [--soak] [--bundle DIR]`: the workspace's tests,
 //!   GPU tests included, here or (with `--bundle`) as a folder to run on a GPU machine.
-//! - `cargo xtask bench [--quick] [--bundle DIR] [--report PATH]`: the criterion
-//!   benchmarks, here or as a folder, rendered into `docs/measurements.{md,json}` and
-//!   `docs/bandwidth.svg`.
+//! - `cargo xtask bench [--quick] [--bundle DIR] [--report PATH]`: the benchmarks
+//!   (criterion's, and the executables that write records files), here or as a
+//!   folder, rendered into `docs/measurements.{md,json}` and `docs/bandwidth.svg`.
 //!
 //! Every command prints its error without a backtrace and exits non-zero on failure.
 
@@ -57,7 +57,7 @@ enum Command {
     Probe(probe::Args),
     /// Run the workspace's tests, GPU tests included (or bundle them for a GPU machine).
     TestGpu(test_gpu::Args),
-    /// Run the criterion benchmarks and render docs/measurements.md (or bundle them).
+    /// Run the benchmarks and render docs/measurements.md (or bundle them).
     Bench(bench::Args),
 }
 
@@ -88,34 +88,31 @@ fn project_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Reads a JSON file into `T`; the error names the file and what was wrong.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("cannot read {}", path.display()))
+}
+
 /// Today's UTC date as `YYYY-MM-DD`, and the UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
 fn utc_now() -> (String, String) {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-    let s = secs % 86_400;
-    let date = format!("{y:04}-{m:02}-{d:02}");
-    let time = format!("{date}T{:02}:{:02}:{:02}Z", s / 3600, s / 60 % 60, s % 60);
-    (date, time)
+    utc_stamps(std::time::SystemTime::now())
 }
 
-/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day)
-/// (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+/// `t` as a UTC date `YYYY-MM-DD` and an RFC 3339 time `YYYY-MM-DDTHH:MM:SSZ`.
+fn utc_stamps(t: std::time::SystemTime) -> (String, String) {
+    let time = humantime::format_rfc3339_seconds(t).to_string();
+    let date = time.split_once('T').map_or(time.as_str(), |(d, _)| d);
+    (date.to_string(), time)
 }
 
-/// A byte count for people: `512 B`, `147 KiB`, `4.69 MiB`, `64 MiB`.
+/// A byte count for people: `512 B`, `147 KiB`, `4.69 MiB`, `64 MiB` (about three
+/// significant digits, trailing zeros dropped).
+///
+/// Kept by hand: humansize prints a fixed number of decimals (`1.50 KiB`,
+/// `146.48 KiB`) and bytesize one decimal everywhere (`147.0 KiB`, `4.7 MiB`), and the
+/// generated tables use this style.
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = bytes as f64;
@@ -147,11 +144,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    fn utc_dates() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let day = |d: u64, s: u64| utc_stamps(UNIX_EPOCH + Duration::from_secs(d * 86_400 + s));
+        assert_eq!(
+            utc_stamps(UNIX_EPOCH),
+            ("1970-01-01".into(), "1970-01-01T00:00:00Z".into())
+        );
+        assert_eq!(day(19_723, 0).0, "2024-01-01");
+        assert_eq!(
+            day(19_782, 3_661),
+            ("2024-02-29".into(), "2024-02-29T01:01:01Z".into())
+        );
+        assert_eq!(day(19_782, 86_399).1, "2024-02-29T23:59:59Z");
     }
 
     #[test]
@@ -163,5 +168,7 @@ mod tests {
         assert_eq!(human_bytes(4_915_200), "4.69 MiB");
         assert_eq!(human_bytes(64 << 20), "64 MiB");
         assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(150_000), "146 KiB");
+        assert_eq!(human_bytes(1_000_000), "977 KiB");
     }
 }

@@ -54,6 +54,7 @@ impl DeviceInfo {
     }
 }
 
+/// Runs `cargo xtask probe` with these options.
 pub fn run(args: &Args) -> Result<()> {
     let info = probe().map_err(|e| format!("no CUDA GPU found: {e}"))?;
     if args.json {

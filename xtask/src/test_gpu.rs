@@ -14,7 +14,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use cargo_metadata::TargetKind;
+use xshell::Shell;
 
 use crate::cargo_util::{self, Artifact, Metadata, TestCounts};
 use crate::{probe, Result};
@@ -45,6 +47,7 @@ pub struct Args {
     test_args: Vec<String>,
 }
 
+/// Runs `cargo xtask test-gpu` with these options.
 pub fn run(args: &Args) -> Result<()> {
     match &args.bundle {
         Some(dir) => bundle(args, dir),
@@ -53,12 +56,12 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 /// The test harnesses of the workspace, soak ones last, with unique bundle names.
-fn test_executables(meta: &Metadata) -> Result<Vec<Artifact>> {
-    let built = cargo_util::build(&["test", "--workspace", "--release", "--no-run"], &[], meta)?;
+fn test_executables(sh: &Shell, meta: &Metadata) -> Result<Vec<Artifact>> {
+    let built = cargo_util::build(sh, &["test", "--workspace", "--release", "--no-run"], meta)?;
     let mut by_name = BTreeMap::new();
     for a in built {
         // A criterion bench built in test mode is not a libtest harness.
-        if a.test && !a.is_kind("bench") {
+        if a.test && !a.is_kind(TargetKind::Bench) {
             by_name.insert(a.bundle_name(), a);
         }
     }
@@ -84,8 +87,9 @@ fn local(args: &Args) -> Result<()> {
         None
     };
 
+    let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let tests = test_executables(&meta)?;
+    let tests = test_executables(&sh, &meta)?;
     let selected: Vec<&Artifact> = tests
         .iter()
         .filter(|a| args.soak || !a.is_soak())
@@ -107,21 +111,17 @@ fn local(args: &Args) -> Result<()> {
     let (mut passed, mut failed) = (0, 0);
     for a in selected {
         let name = a.bundle_name();
-        let mut cmd = match &sanitizer {
-            Some(san) => {
-                let mut c = Command::new(san);
-                c.args(SANITIZER_ARGS).arg(&a.executable);
-                c
-            }
-            None => Command::new(&a.executable),
-        };
         // As `cargo test` does: run from the package's folder.
-        cmd.arg("--include-ignored")
-            .args(&args.test_args)
-            .current_dir(&a.package_dir)
-            .env("CARGO_MANIFEST_DIR", &a.package_dir);
-        println!("===== {name}: {}", cargo_util::show(&cmd));
-        let (status, output) = cargo_util::run_tee(&mut cmd)?;
+        let _dir = sh.push_dir(&a.package_dir);
+        let cmd = match &sanitizer {
+            Some(san) => sh.cmd(san).args(SANITIZER_ARGS).arg(&a.executable),
+            None => sh.cmd(&a.executable),
+        }
+        .arg("--include-ignored")
+        .args(&args.test_args)
+        .env("CARGO_MANIFEST_DIR", &a.package_dir);
+        println!("===== {name}: {cmd}");
+        let (status, output) = cargo_util::run_tee(cmd)?;
         let (line, counts) = summary_line(&name, status.code(), &output);
         passed += counts.passed;
         failed += counts.failed;
@@ -202,8 +202,9 @@ fn summary_line(name: &str, code: Option<i32>, output: &str) -> (String, TestCou
 fn bundle(args: &Args, dir: &Path) -> Result<()> {
     let dir = cargo_util::prepare_bundle(dir)?;
     let bin = dir.join("bin");
+    let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let tests = test_executables(&meta)?;
+    let tests = test_executables(&sh, &meta)?;
     let mut plain = Vec::new();
     let mut soak = Vec::new();
     let mut multi = Vec::new();
@@ -222,7 +223,7 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
             plain.push(name);
         }
     }
-    cargo_util::bundle_xtask(&bin, &meta)?;
+    cargo_util::bundle_xtask(&sh, &bin, &meta)?;
     let script = run_script(&RunScript {
         commit: cargo_util::git_commit(),
         sanitize: args.sanitize,
@@ -273,172 +274,22 @@ struct RunScript {
     test_args: Vec<String>,
 }
 
-fn words(items: &[String]) -> String {
-    items
-        .iter()
-        .map(|s| cargo_util::sh_quote(s))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn run_script(s: &RunScript) -> String {
     RUN_SH
         .replace("@COMMIT@", &s.commit)
         .replace("@SANITIZE@", if s.sanitize { "1" } else { "0" })
         .replace("@SOAK@", if s.soak { "1" } else { "0" })
         .replace("@MULTI@", if s.multi_gpu { "1" } else { "0" })
-        .replace("@MULTI_TESTS@", &words(&s.multi_gpu_tests))
+        .replace("@MULTI_TESTS@", &cargo_util::sh_words(&s.multi_gpu_tests))
         .replace("@ONLY@", &cargo_util::sh_quote(&s.only))
-        .replace("@TESTS@", &words(&s.tests))
-        .replace("@SOAK_TESTS@", &words(&s.soak_tests))
-        .replace("@NEEDS_CARGO@", &words(&s.needs_cargo))
-        .replace("@TEST_ARGS@", &words(&s.test_args))
+        .replace("@TESTS@", &cargo_util::sh_words(&s.tests))
+        .replace("@SOAK_TESTS@", &cargo_util::sh_words(&s.soak_tests))
+        .replace("@NEEDS_CARGO@", &cargo_util::sh_words(&s.needs_cargo))
+        .replace("@TEST_ARGS@", &cargo_util::sh_words(&s.test_args))
 }
 
-const RUN_SH: &str = r#"#!/usr/bin/env bash
-# Generated by `cargo xtask test-gpu --bundle` at commit @COMMIT@; do not edit.
-# Runs the workspace's test executables, GPU tests included, on a machine with a CUDA GPU.
-#
-#   bash run.sh [--sanitize] [--soak] [--multi-gpu] [--only PATTERN] [-- TEST_ARGS...]
-#
-#   --sanitize      run each executable under compute-sanitizer (memcheck, full leak check)
-#   --soak          also run the soak tests, after the others
-#   --multi-gpu     also run the tests that need two or more GPUs
-#   --only PATTERN  run only the executables whose name contains PATTERN
-#   TEST_ARGS       passed to every test executable (e.g. a test name filter)
-#
-# Logs: tests.log (everything) and tests-summary.txt in $OUT when OUT is set, else in
-# logs/ here, with one NAME.log per executable too. The summary ends with the line
-# "TOTAL: N passed, M failed"; the exit status is 0 only when nothing failed.
-set -u
-cd "$(dirname "$0")" || exit 2
-
-SANITIZE=@SANITIZE@
-SOAK=@SOAK@
-MULTI=@MULTI@
-ONLY=@ONLY@
-ARGS=(@TEST_ARGS@)
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --sanitize) SANITIZE=1 ;;
-    --soak) SOAK=1 ;;
-    --multi-gpu) MULTI=1 ;;
-    --only) shift; ONLY="${1:?--only needs a PATTERN}" ;;
-    --) shift; ARGS=("$@"); break ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-    *) echo "run.sh: unknown argument: $1 (try --help)" >&2; exit 2 ;;
-  esac
-  shift
-done
-
-TESTS=(@TESTS@)
-SOAK_TESTS=(@SOAK_TESTS@)
-MULTI_TESTS=(@MULTI_TESTS@)
-NEEDS_CARGO=(@NEEDS_CARGO@)
-
-if [ -n "${OUT:-}" ]; then LOGDIR="$OUT"; PER_EXE=0; else LOGDIR="$PWD/logs"; PER_EXE=1; fi
-mkdir -p "$LOGDIR" || exit 2
-LOG="$LOGDIR/tests.log"
-SUMMARY="$LOGDIR/tests-summary.txt"
-: > "$LOG"
-
-DEVICE=$(bin/xtask probe 2>&1)
-PROBE_RC=$?
-echo "$DEVICE" | tee -a "$LOG"
-if [ "$PROBE_RC" -ne 0 ]; then
-  echo "run.sh: no usable CUDA GPU on this machine (see above); no test was run" | tee -a "$LOG" >&2
-  exit 1
-fi
-
-SAN=()
-if [ "$SANITIZE" = 1 ]; then
-  san=$(command -v compute-sanitizer || true)
-  if [ -z "$san" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
-    san=/usr/local/cuda/bin/compute-sanitizer
-  fi
-  if [ -z "$san" ]; then
-    echo "run.sh: --sanitize needs compute-sanitizer, neither on PATH nor in /usr/local/cuda/bin" >&2
-    exit 2
-  fi
-  SAN=("$san" --tool memcheck --leak-check full --report-api-errors no --error-exitcode 1)
-fi
-HAVE_CARGO=0
-command -v cargo > /dev/null 2>&1 && HAVE_CARGO=1
-
-RUN=(${TESTS[@]+"${TESTS[@]}"})
-if [ "$MULTI" = 1 ]; then RUN+=(${MULTI_TESTS[@]+"${MULTI_TESTS[@]}"}); fi
-if [ "$SOAK" = 1 ]; then RUN+=(${SOAK_TESTS[@]+"${SOAK_TESTS[@]}"}); fi
-
-TMP=$(mktemp) || exit 2
-trap 'rm -f "$TMP"' EXIT
-LINES=()
-TOTAL_PASSED=0
-TOTAL_FAILED=0
-RAN=0
-for name in ${RUN[@]+"${RUN[@]}"}; do
-  case "$name" in *"$ONLY"*) ;; *) continue ;; esac
-  skip=0
-  for n in ${NEEDS_CARGO[@]+"${NEEDS_CARGO[@]}"}; do
-    if [ "$n" = "$name" ] && [ "$HAVE_CARGO" = 0 ]; then skip=1; fi
-  done
-  if [ "$skip" = 1 ]; then
-    LINES+=("$name: skipped (uses trybuild, which needs cargo; CI runs it)")
-    continue
-  fi
-  if [ "$SANITIZE" = 1 ]; then
-    case "$name" in *no_device*)
-      LINES+=("$name: skipped under --sanitize (it hides every device from a child process; compute-sanitizer drops CUDA_VISIBLE_DEVICES)")
-      continue ;;
-    esac
-  fi
-  RAN=$((RAN + 1))
-  cmd=(${SAN[@]+"${SAN[@]}"} "bin/$name" --include-ignored ${ARGS[@]+"${ARGS[@]}"})
-  echo "===== $name: ${cmd[*]}" | tee -a "$LOG"
-  start=$SECONDS
-  "${cmd[@]}" 2>&1 | tee "$TMP"
-  rc=${PIPESTATUS[0]}
-  cat "$TMP" >> "$LOG"
-  if [ "$PER_EXE" = 1 ]; then cp "$TMP" "$LOGDIR/$name.log"; fi
-  read -r p f i r < <(awk '/^test result:/ {
-      r++
-      for (k = 2; k <= NF; k++) {
-        if ($k ~ /^passed/) p += $(k-1)
-        if ($k ~ /^failed/) f += $(k-1)
-        if ($k ~ /^ignored/) i += $(k-1)
-      }
-    } END { print p+0, f+0, i+0, r+0 }' "$TMP")
-  line="$name: $p passed, $f failed, $i ignored"
-  errors=$(grep -o 'ERROR SUMMARY:.*' "$TMP" | tail -n 1 | sed 's/ERROR SUMMARY: *//')
-  if [ -n "$errors" ]; then line="$line; sanitizer: $errors"; fi
-  if [ "$rc" -eq 0 ] && [ "$r" -eq 0 ]; then line="$line (no libtest summary)"; fi
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && [ "$r" -gt 0 ] \
-    && grep -q 'terminated before first instrumented API call' "$TMP"; then
-    rc=0
-    line="$line; sanitizer: no CUDA call to check"
-  fi
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    f=1
-    line="$line; exit status $rc with no failed test (crash or sanitizer error): counted as 1 failed"
-  fi
-  LINES+=("$line [$((SECONDS - start)) s]")
-  TOTAL_PASSED=$((TOTAL_PASSED + p))
-  TOTAL_FAILED=$((TOTAL_FAILED + f))
-done
-
-if [ "$RAN" -eq 0 ]; then
-  echo "run.sh: no test executable matches (--only '$ONLY'); names: ${TESTS[*]-} ${SOAK_TESTS[*]-}" >&2
-  exit 2
-fi
-
-{
-  echo
-  echo "== summary (commit @COMMIT@, sanitize=$SANITIZE, soak=$SOAK)"
-  echo "$DEVICE"
-  printf '%s\n' "${LINES[@]}"
-  echo "TOTAL: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
-} | tee "$SUMMARY" | tee -a "$LOG"
-[ "$TOTAL_FAILED" -eq 0 ]
-"#;
+/// The bundle's run.sh, with `@NAME@` placeholders filled in by `run_script`.
+const RUN_SH: &str = include_str!("test_gpu/run.sh.in");
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,237 @@
+//! What a bench run measured: criterion's back-to-back [`Record`]s, the
+//! [`ScenarioRecord`]s the other benchmark executables write, and the order in which
+//! the tables and the JSON list them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The back-to-back columns in table order; any other column follows them, by name.
+pub(super) const COLUMN_ORDER: [&str; 8] = [
+    "pageable",
+    "pageable-async",
+    "copy-in",
+    "resident",
+    "raw-pinned",
+    "cudarc-pinned",
+    "cudarc-pageable",
+    "copy-in-registered",
+];
+
+/// The scenario of every criterion benchmark: transfers run back to back.
+pub const BACK_TO_BACK: &str = "back-to-back";
+
+/// The frame-loop scenarios in document order, each with what the calling thread does
+/// before every measured transfer.
+pub(super) const FRAME_LOOP_SCENARIOS: [(&str, &str); 3] = [
+    ("sleep-2ms", "sleeps 2 ms"),
+    ("sleep-16ms", "sleeps 16 ms"),
+    ("busy-2ms", "computes for 2 ms"),
+];
+/// The frame-loop columns in table order.
+const FRAME_LOOP_COLUMNS: &[&str] = &[
+    "pageable",
+    "pageable-async",
+    "copy-in",
+    "copy-in-low-latency",
+    "resident",
+    "resident-low-latency",
+];
+/// The scenario of four pipelines running at once.
+pub(super) const FOUR_PIPELINES: &str = "four-pipelines";
+/// The scenario of one pipeline, synchronous or overlapped.
+pub(super) const PIPELINE: &str = "pipeline";
+/// The scenario of several downloads per frame, separate or batched.
+pub(super) const BATCH: &str = "batch";
+
+/// Every scenario the tables know, in document order, with its columns in table order.
+const SCENARIO_COLUMNS: [(&str, &[&str]); 6] = [
+    (FRAME_LOOP_SCENARIOS[0].0, FRAME_LOOP_COLUMNS),
+    (FRAME_LOOP_SCENARIOS[1].0, FRAME_LOOP_COLUMNS),
+    (FRAME_LOOP_SCENARIOS[2].0, FRAME_LOOP_COLUMNS),
+    (
+        FOUR_PIPELINES,
+        &["pageable", "copy-in", "copy-in-low-latency", "resident"],
+    ),
+    (
+        PIPELINE,
+        &[
+            "pageable-sync",
+            "staging-sync",
+            "ring",
+            "ideal",
+            "cpu-stage",
+            "gpu-stage",
+        ],
+    ),
+    (BATCH, &["separate", "batched", "largest-alone"]),
+];
+
+/// One criterion benchmark: its median with the median's confidence interval, and
+/// its 99th percentile, in µs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Record {
+    /// Always [`BACK_TO_BACK`]: criterion runs the transfers one after another.
+    pub scenario: &'static str,
+    /// `H2D` or `D2H`.
+    pub direction: String,
+    /// The transfer's size.
+    pub bytes: u64,
+    /// The transfer path measured, e.g. `pageable`, `resident`.
+    pub column: String,
+    /// criterion's median time per transfer.
+    pub median_us: f64,
+    /// The lower bound of the median's 95% confidence interval.
+    pub low_us: f64,
+    /// The upper bound of the median's 95% confidence interval.
+    pub high_us: f64,
+    /// The 99th percentile of the time per transfer over criterion's samples
+    /// (`sample.json`); `None` where there was no sample to read.
+    pub p99_us: Option<f64>,
+}
+
+impl Record {
+    /// GB/s (10^9 bytes per second) at the median.
+    pub(super) fn gbps(&self) -> f64 {
+        self.bytes as f64 / (self.median_us * 1e3)
+    }
+}
+
+/// One record a benchmark executable wrote into `BENCH_RECORDS_DIR` (the file
+/// `<executable>.json` holds `{"records": [...]}`).
+///
+/// Which fields a record has depends on its scenario: a frame-loop record has
+/// `direction`, `bytes`, `median_us` and `p99_us`; a pipeline record `fps`, `p50_us`
+/// and `p99_us`. A field a scenario does not use is absent; one this version does
+/// not know is kept in [`other`](Self::other), so that measurements.json passes every
+/// record on whole, including those of scenarios no table shows yet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioRecord {
+    /// What ran around the transfers: `sleep-2ms`, `four-pipelines`, `batch`, ...
+    pub scenario: String,
+    /// `H2D` or `D2H`, for scenarios that measure one direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
+    /// The bytes moved per transfer (a batch: in all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The path measured, e.g. `pageable`, `copy-in-low-latency`, `ring`.
+    pub column: String,
+    /// The median time, in µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_us: Option<f64>,
+    /// The median time per frame, in µs (pipelines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
+    /// The 99th percentile, in µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_us: Option<f64>,
+    /// Frames per second (pipelines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fps: Option<f64>,
+    /// How many transfers or frames were timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u64>,
+    /// The copy threads the library started (four pipelines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_threads: Option<u64>,
+    /// Fields this version does not know, kept as they came.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl ScenarioRecord {
+    /// The median: `median_us`, or `p50_us` for records that name it so.
+    pub(super) fn p50(&self) -> Option<f64> {
+        self.median_us.or(self.p50_us)
+    }
+
+    /// What identifies a measurement: two records with the same key measured the
+    /// same thing.
+    pub(super) fn key(&self) -> (&str, Option<&str>, Option<u64>, &str) {
+        (
+            &self.scenario,
+            self.direction.as_deref(),
+            self.bytes,
+            &self.column,
+        )
+    }
+}
+
+/// Everything a bench run measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Results {
+    /// criterion's benchmarks.
+    pub back_to_back: Vec<Record>,
+    /// The records of the other benchmark executables.
+    pub scenarios: Vec<ScenarioRecord>,
+}
+
+impl Results {
+    /// Whether nothing at all was measured.
+    pub fn is_empty(&self) -> bool {
+        self.back_to_back.is_empty() && self.scenarios.is_empty()
+    }
+}
+
+/// `name`'s place among `known`: known names first, in their order, then the others
+/// by name.
+fn rank<'a>(known: &[&str], name: &'a str) -> (usize, &'a str) {
+    match known.iter().position(|k| *k == name) {
+        Some(i) => (i, ""),
+        None => (known.len(), name),
+    }
+}
+
+/// H2D, then D2H, then anything else by name.
+pub(super) fn direction_rank(d: &str) -> (usize, &str) {
+    rank(&["H2D", "D2H"], d)
+}
+
+/// A back-to-back column's place in the tables.
+pub(super) fn column_rank(c: &str) -> (usize, &str) {
+    rank(&COLUMN_ORDER, c)
+}
+
+/// The columns `scenario` knows, in table order (none for an unknown scenario).
+fn scenario_columns(scenario: &str) -> &'static [&'static str] {
+    SCENARIO_COLUMNS
+        .iter()
+        .find(|(s, _)| *s == scenario)
+        .map_or(&[], |(_, columns)| columns)
+}
+
+/// A scenario column's place in its table: known columns first, others by name.
+pub(super) fn scenario_column_rank<'a>(scenario: &str, column: &'a str) -> (usize, &'a str) {
+    rank(scenario_columns(scenario), column)
+}
+
+/// By direction, bytes and column, the order of the back-to-back tables.
+pub(super) fn sort_records(records: &mut [Record]) {
+    records.sort_by(|a, b| back_to_back_order(a).cmp(&back_to_back_order(b)));
+}
+
+/// The sort key of [`sort_records`].
+fn back_to_back_order(r: &Record) -> impl Ord + '_ {
+    (
+        direction_rank(&r.direction),
+        r.bytes,
+        column_rank(&r.column),
+    )
+}
+
+/// Known scenarios in document order, then the others by name; within one, by
+/// direction, bytes and column.
+pub(super) fn sort_scenario_records(records: &mut [ScenarioRecord]) {
+    records.sort_by(|a, b| scenario_order(a).cmp(&scenario_order(b)));
+}
+
+/// The sort key of [`sort_scenario_records`].
+fn scenario_order(r: &ScenarioRecord) -> impl Ord + '_ {
+    let known = SCENARIO_COLUMNS.map(|(s, _)| s);
+    (
+        rank(&known, &r.scenario),
+        r.direction.as_deref().map(direction_rank),
+        r.bytes,
+        scenario_column_rank(&r.scenario, &r.column),
+    )
+}

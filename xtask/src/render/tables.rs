@@ -1,0 +1,357 @@
+//! The back-to-back tables in markdown: the seed shapes, one sweep per direction, and
+//! the reading (a few sentences computed from the numbers).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::{Display, Write as _};
+
+use super::record::{column_rank, direction_rank, Record};
+use crate::human_bytes;
+
+/// The seed's tensor shapes: (bytes, label).
+const SEED_SIZES: [(u64, &str); 3] = [
+    (150_528, "112×112×3 f32"),
+    (196_608, "128×128×3 f32"),
+    (4_915_200, "640×640×3 f32"),
+];
+
+/// Medians indexed by direction, bytes and column, with the pageable baselines.
+pub(super) struct Table<'a> {
+    pub(super) directions: Vec<String>,
+    pub(super) columns: Vec<String>,
+    cells: HashMap<(&'a str, u64, &'a str), &'a Record>,
+    sizes: BTreeMap<&'a str, BTreeSet<u64>>,
+}
+
+impl<'a> Table<'a> {
+    pub(super) fn new(records: &'a [Record]) -> Table<'a> {
+        let mut directions: Vec<String> = records.iter().map(|r| r.direction.clone()).collect();
+        directions.sort_by(|a, b| direction_rank(a).cmp(&direction_rank(b)));
+        directions.dedup();
+        let mut columns: Vec<String> = records.iter().map(|r| r.column.clone()).collect();
+        columns.sort_by(|a, b| column_rank(a).cmp(&column_rank(b)));
+        columns.dedup();
+        let mut cells = HashMap::new();
+        let mut sizes: BTreeMap<&str, BTreeSet<u64>> = BTreeMap::new();
+        for r in records {
+            cells.insert((r.direction.as_str(), r.bytes, r.column.as_str()), r);
+            sizes.entry(&r.direction).or_default().insert(r.bytes);
+        }
+        Table {
+            directions,
+            columns,
+            cells,
+            sizes,
+        }
+    }
+
+    pub(super) fn get(&self, dir: &str, bytes: u64, column: &str) -> Option<&'a Record> {
+        self.cells.get(&(dir, bytes, column)).copied()
+    }
+
+    pub(super) fn sizes(&self, dir: &str) -> Vec<u64> {
+        self.sizes
+            .get(dir)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// The pageable baseline: the faster of `pageable` and `pageable-async`.
+    fn baseline_us(&self, dir: &str, bytes: u64) -> Option<f64> {
+        ["pageable", "pageable-async"]
+            .iter()
+            .filter_map(|c| self.get(dir, bytes, c))
+            .map(|r| r.median_us)
+            .reduce(f64::min)
+    }
+
+    /// Baseline median over the column's median: above 1 is faster than pageable.
+    fn ratio(&self, dir: &str, bytes: u64, column: &str) -> Option<f64> {
+        Some(self.baseline_us(dir, bytes)? / self.get(dir, bytes, column)?.median_us)
+    }
+
+    /// (bytes, a / b) of column a's median over column b's, where both were measured.
+    fn pairs(&self, dir: &str, a: &str, b: &str) -> Vec<(u64, f64)> {
+        self.sizes(dir)
+            .into_iter()
+            .filter_map(|n| {
+                Some((
+                    n,
+                    self.get(dir, n, a)?.median_us / self.get(dir, n, b)?.median_us,
+                ))
+            })
+            .collect()
+    }
+
+    /// (bytes, ratio vs the pageable baseline) wherever both exist.
+    fn ratios(&self, dir: &str, column: &str) -> Vec<(u64, f64)> {
+        self.sizes(dir)
+            .into_iter()
+            .filter_map(|n| Some((n, self.ratio(dir, n, column)?)))
+            .collect()
+    }
+}
+
+/// A number (µs, frames/s) with about three significant digits.
+pub(super) fn num3(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A ratio as `1.23x`.
+pub(super) fn ratio_str(r: f64) -> String {
+    format!("{r:.2}x")
+}
+
+fn percent(r: f64) -> String {
+    format!("{:+.1}%", (r - 1.0) * 100.0)
+}
+
+/// A markdown table's header and alignment rows: `first` (the first one left-aligned,
+/// the rest right-aligned), then `columns` (right-aligned).
+pub(super) fn header_row(first: &[&str], columns: &[impl Display]) -> String {
+    let mut s = String::from("|");
+    for f in first {
+        let _ = write!(s, " {f} |");
+    }
+    for c in columns {
+        let _ = write!(s, " {c} |");
+    }
+    s.push_str("\n|");
+    for (i, _) in first.iter().enumerate() {
+        s.push_str(if i == 0 { "---|" } else { "---:|" });
+    }
+    for _ in columns {
+        s.push_str("---:|");
+    }
+    s.push('\n');
+    s
+}
+
+pub(super) fn seed_table(t: &Table) -> String {
+    let mut s = header_row(&["transfer", "bytes"], &t.columns);
+    let mut rows = 0;
+    for dir in &t.directions {
+        for (bytes, label) in SEED_SIZES {
+            if !t.sizes(dir).contains(&bytes) {
+                continue;
+            }
+            rows += 1;
+            let _ = write!(s, "| {dir} {label} | {bytes} |");
+            for c in &t.columns {
+                match (t.get(dir, bytes, c), t.ratio(dir, bytes, c)) {
+                    (Some(r), Some(x)) => {
+                        let _ = write!(s, " {} ({}) |", num3(r.median_us), ratio_str(x));
+                    }
+                    (Some(r), None) => {
+                        let _ = write!(s, " {} |", num3(r.median_us));
+                    }
+                    _ => s.push_str(" — |"),
+                }
+            }
+            s.push('\n');
+        }
+    }
+    if rows == 0 {
+        return "No seed shape (150528, 196608 or 4915200 bytes) was measured.\n".into();
+    }
+    s
+}
+
+pub(super) fn sweep_table(t: &Table, dir: &str) -> String {
+    let mut s = header_row(&["bytes", "size"], &t.columns);
+    for bytes in t.sizes(dir) {
+        let _ = write!(s, "| {bytes} | {} |", human_bytes(bytes));
+        for c in &t.columns {
+            match t.get(dir, bytes, c) {
+                Some(r) => {
+                    let _ = write!(
+                        s,
+                        " {} [{}–{}]",
+                        num3(r.median_us),
+                        num3(r.low_us),
+                        num3(r.high_us)
+                    );
+                    if let Some(x) = t.ratio(dir, bytes, c) {
+                        let _ = write!(s, " {}", ratio_str(x));
+                    }
+                    s.push_str(" |");
+                }
+                None => s.push_str(" — |"),
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// (min, size at min, max, size at max) of a series.
+fn extremes(series: &[(u64, f64)]) -> Option<(f64, u64, f64, u64)> {
+    let min = series.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let max = series.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some((min.1, min.0, max.1, max.0))
+}
+
+fn size_list(sizes: impl IntoIterator<Item = String>) -> String {
+    sizes.into_iter().collect::<Vec<_>>().join(", ")
+}
+
+/// The reading: a few sentences computed from the numbers.
+pub(super) fn reading(t: &Table) -> String {
+    let mut s = String::new();
+    for dir in &t.directions {
+        let n_sizes = t.sizes(dir).len();
+        if let Some((lo, lo_at, hi, hi_at)) = extremes(&t.ratios(dir, "resident")) {
+            let _ = writeln!(
+                s,
+                "- {dir}: `resident` runs at {}–{} the speed of the pageable baseline \
+                 ({} at {}, {} at {}).",
+                ratio_str(lo),
+                ratio_str(hi),
+                ratio_str(lo),
+                human_bytes(lo_at),
+                ratio_str(hi),
+                human_bytes(hi_at),
+            );
+        }
+        if let Some((lo, lo_at, hi, hi_at)) = extremes(&t.pairs(dir, "resident", "raw-pinned")) {
+            let _ = writeln!(
+                s,
+                "- {dir}: `resident`'s time relative to `raw-pinned` ranges {} to {} \
+                 ({} at {}, {} at {}; positive is overhead).",
+                percent(lo),
+                percent(hi),
+                percent(lo),
+                human_bytes(lo_at),
+                percent(hi),
+                human_bytes(hi_at),
+            );
+        }
+        let copy_in = t.ratios(dir, "copy-in");
+        if let Some((lo, lo_at, _, _)) = extremes(&copy_in) {
+            let slower: Vec<String> = copy_in
+                .iter()
+                .filter(|(_, r)| *r < 1.0)
+                .map(|(n, r)| format!("{} ({})", human_bytes(*n), ratio_str(*r)))
+                .collect();
+            let verdict = if slower.is_empty() {
+                "never slower than the baseline".to_string()
+            } else {
+                format!(
+                    "slower than the baseline at {} of {} sizes: {}",
+                    slower.len(),
+                    copy_in.len(),
+                    size_list(slower)
+                )
+            };
+            let _ = writeln!(
+                s,
+                "- {dir}: `copy-in`'s lowest ratio to the pageable baseline is {} (at {}); \
+                 it is {verdict}.",
+                ratio_str(lo),
+                human_bytes(lo_at),
+            );
+        }
+        let vs_cudarc = t.pairs(dir, "resident", "cudarc-pinned");
+        if !vs_cudarc.is_empty() {
+            let slower: Vec<String> = vs_cudarc
+                .iter()
+                .filter(|(_, r)| *r > 1.0)
+                .map(|(n, r)| format!("{} ({})", human_bytes(*n), percent(*r)))
+                .collect();
+            let _ = if slower.is_empty() {
+                writeln!(
+                    s,
+                    "- {dir}: `resident` is at least as fast as `cudarc-pinned` at every \
+                     measured size ({} of {n_sizes}).",
+                    vs_cudarc.len()
+                )
+            } else {
+                writeln!(
+                    s,
+                    "- {dir}: `resident` is slower than `cudarc-pinned` at {} of {} sizes \
+                     (median time over cudarc's): {}.",
+                    slower.len(),
+                    vs_cudarc.len(),
+                    size_list(slower)
+                )
+            };
+        }
+    }
+    if s.is_empty() {
+        s.push_str("- Not enough columns were measured for a reading.\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{fake_back_to_back, machine};
+    use super::super::{markdown, Results};
+    use super::*;
+
+    #[test]
+    fn renders_a_fake_criterion_tree() {
+        let records = fake_back_to_back();
+
+        let t = Table::new(&records);
+        // Baseline: the faster of pageable (19.9) and pageable-async (21.0).
+        assert_eq!(t.baseline_us("H2D", 150_528), Some(19.9));
+        let r = t.ratio("H2D", 150_528, "resident").unwrap();
+        assert!((r - 19.9 / 10.8).abs() < 1e-9);
+        // At 4.7 MiB pageable-async (360) is the faster baseline.
+        let r = t.ratio("H2D", 4_915_200, "copy-in").unwrap();
+        assert!((r - 360.0 / 547.0).abs() < 1e-9);
+
+        let md = markdown(
+            &machine(),
+            &Results {
+                back_to_back: records.clone(),
+                scenarios: Vec::new(),
+            },
+        );
+        assert!(md.contains("Generated by `cargo xtask bench`; do not edit."));
+        assert!(md.contains("| device | NVIDIA H200 |"));
+        assert!(md.contains("| commit | abc1234 |"));
+        assert!(md.contains("| host | Intel(R) Xeon(R) Processor, 16 cores, 1 GPU |"));
+        assert!(md.contains(
+            "| transfer | bytes | pageable | pageable-async | copy-in | resident | raw-pinned | cudarc-pinned | my-new-path |"
+        ));
+        assert!(
+            md.contains("| H2D 112×112×3 f32 | 150528 | 19.9 (1.00x) | 21.0 (0.95x) | 24.4 (0.82x) | 10.8 (1.84x) |"),
+            "{md}"
+        );
+        assert!(md.contains("| H2D 640×640×3 f32 | 4915200 | 371 (0.97x) | 360 (1.00x) |"));
+        assert!(md.contains("| D2H 128×128×3 f32 | 196608 |"));
+        // 128×128×3 was not measured for H2D, and no row is made up for it.
+        assert!(!md.contains("| H2D 128×128×3 f32"));
+        assert!(md.contains("## H2D sweep"));
+        assert!(md.contains("## D2H sweep"));
+        assert!(
+            md.contains("| 4915200 | 4.69 MiB | 371 [364–378] 0.97x |"),
+            "{md}"
+        );
+        assert!(md.contains("| 150528 | 147 KiB |"));
+        // The reading, computed from the data.
+        assert!(
+            md.contains("- H2D: `resident` runs at 1.84x–3.70x the speed"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- D2H: `resident`'s time relative to `raw-pinned` ranges +0.0% to +1.0%"),
+            "{md}"
+        );
+        assert!(
+            md.contains("`copy-in`'s lowest ratio to the pageable baseline is 0.66x (at 4.69 MiB)"),
+            "{md}"
+        );
+        assert!(md.contains("slower than the baseline at 2 of 2 sizes"));
+        assert!(md.contains("- D2H: `copy-in`'s lowest ratio to the pageable baseline is 1.16x (at 192 KiB); it is never slower than the baseline."), "{md}");
+        assert!(md.contains("- H2D: `resident` is at least as fast as `cudarc-pinned` at every measured size (2 of 2)."), "{md}");
+        assert!(md.contains("- D2H: `resident` is slower than `cudarc-pinned` at 1 of 2 sizes (median time over cudarc's): 192 KiB (+5.3%)."), "{md}");
+    }
+}

@@ -86,7 +86,14 @@ impl<T> Part<T> {
     }
 }
 
-/// Device buffers to download together; see the [module notes](self).
+/// Device buffers to download together, through one pinned region with one wait
+/// ([`StagingBuffer::download_batch`](crate::StagingBuffer::download_batch), or
+/// [`StagingRing::download_batch`](crate::StagingRing::download_batch)).
+///
+/// Every part sits at a 256-byte aligned offset of the region, so each one is viewed
+/// as its own element type. The copies go out as one `cuMemcpyBatchAsync` where the
+/// driver has it (CUDA 12.8 and later), every source read in stream order, or as one
+/// queued copy per part otherwise; one synchronisation ends them.
 ///
 /// ```no_run
 /// use cuda_staging::{Context, DeviceBuffer, DownloadBatch, StagingBuffer, Stream};
@@ -169,9 +176,10 @@ impl<'a> DownloadBatch<'a> {
     }
 }
 
-/// Device buffers to upload together, each from a host slice; see the
-/// [module notes](self). [`StagingBuffer::upload_batch`](crate::StagingBuffer::upload_batch)
-/// copies every slice into one pinned region and sends the parts with one wait.
+/// Device buffers to upload together, each from a host slice:
+/// [`StagingBuffer::upload_batch`](crate::StagingBuffer::upload_batch) copies every
+/// slice into one pinned region and sends the parts with one wait, as
+/// [`DownloadBatch`] does the other way.
 #[derive(Debug)]
 pub struct UploadBatch<'a> {
     pub(crate) dsts: ArrayVec<DeviceViewMut<'a, u8>, MAX_BATCH>,

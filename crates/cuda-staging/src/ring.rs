@@ -97,7 +97,20 @@ pub struct BatchTicket {
     bytes: usize,
 }
 
-/// K pinned slots, each guarded by an event; see the [module notes](self).
+/// Asynchronous staging through K pinned slots, each guarded by an event, so the
+/// calling thread prepares frame k+1 while frame k is on the link.
+///
+/// An upload fills a slot (straight, or by copying a slice), queues its DMA and
+/// returns without waiting; it waits only when the slot it comes round to is still
+/// in flight ([`RingStats::slot_waits`]). A download queues its DMA and returns a
+/// [`Ticket`]; [`StagingRing::wait`] waits for that transfer alone and hands out the
+/// slot's bytes in place. A ticket whose slot has since been reused is an error, never
+/// stale data. Slots grow on demand and are kept: a steady loop allocates nothing.
+/// The slices `wait` returns borrow the ring, so no slot is reused while one is alive,
+/// and every DMA is a tracked `cuda-core` operation, so no slot is freed while a copy
+/// still uses it. Use one ring per direction, each with enough slots for the
+/// transfers in flight at once (the default 3: one on the link, one being filled,
+/// one spare).
 ///
 /// ```no_run
 /// use cuda_staging::{Context, DeviceBuffer, StagingRing, Stream};

@@ -7,11 +7,11 @@
 //! | column | what one iteration does |
 //! |---|---|
 //! | `pageable` | `DeviceBuffer::copy_from_host` / `copy_to_host` with an ordinary `Vec` (synchronous `cuMemcpyHtoD` / `DtoH`) |
-//! | `pageable-async` | `cuMemcpyHtoDAsync` / `DtoHAsync` from / to the same `Vec` on the stream, then a stream sync |
+//! | `pageable-async` | `Stream::memcpy_htod_sync` / `memcpy_dtoh_sync` from / to the same `Vec`: the driver's async pageable copy on the stream, then a stream sync |
 //! | `copy-in` | `StagingBuffer::upload` / `download` with the same `Vec` |
 //! | `copy-in-registered` | `StagingBuffer::upload` / `download` with a `Vec` page-locked by `HostRegistration` |
 //! | `resident` | `StagingBuffer::upload_with` / `download_into`: the data already lives in pinned memory |
-//! | `raw-pinned` | `cuMemcpy*Async` from / to a `PinnedBuffer` plus a stream sync: the floor |
+//! | `raw-pinned` | `Stream::memcpy_htod` / `memcpy_dtoh` from / to a `PinnedBuffer`, then `Stream::synchronize`: the floor |
 //! | `cudarc-pinned` | cudarc 0.19: `memcpy_htod` / `memcpy_dtoh` with its `alloc_pinned` slice, then `synchronize` |
 //! | `cudarc-pageable` | cudarc 0.19: the same with an ordinary `Vec` |
 //!
@@ -27,7 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode};
-use cuda_core::{result, Context, DeviceBuffer, Error, PinnedBuffer, Stream};
+use cuda_core::bytemuck::Pod;
+use cuda_core::{Context, DeviceBuffer, Error, PinnedBuffer, Stream};
 
 pub use cudarc;
 
@@ -43,7 +44,7 @@ pub mod column {
     pub const COPY_IN_REGISTERED: &str = "copy-in-registered";
     /// `StagingBuffer::upload_with` / `download_into`.
     pub const RESIDENT: &str = "resident";
-    /// `PinnedBuffer` + `cuMemcpy*Async` + `cuStreamSynchronize`: the floor.
+    /// `PinnedBuffer` + `Stream::memcpy_htod` / `memcpy_dtoh` + `synchronize`: the floor.
     pub const RAW_PINNED: &str = "raw-pinned";
     /// cudarc 0.19 from / to its pinned host slice.
     pub const CUDARC_PINNED: &str = "cudarc-pinned";
@@ -356,8 +357,9 @@ impl CudarcGpu {
         let stream = ctx
             .new_stream()
             .map_err(|e| format!("CudaContext::new_stream: {e}"))?;
-        // cudarc binds its context on every call; it is the same one, but keep ours
-        // explicitly current for the raw calls of this crate.
+        // cudarc binds its context on every call; it is the same one, but bind ours
+        // again so that our calls find it current (`Context::enter` then pushes
+        // nothing).
         ours.ctx.bind_to_thread().map_err(|e| e.to_string())?;
         Ok(CudarcGpu { ctx, stream })
     }
@@ -400,85 +402,55 @@ fn check_lengths(op: &'static str, host: usize, device: usize) -> Result<(), Err
     }
 }
 
-/// `cuMemcpyHtoDAsync` of all of `src` (pageable or not) into `dst` on `stream`,
-/// then `cuStreamSynchronize`. `src.len()` must equal `dst.len()`.
-///
-/// # Safety
-/// 1. `stream`'s context is current on the calling thread.
-pub unsafe fn htod_async_sync(
-    dst: &mut DeviceBuffer<u8>,
-    src: &[u8],
+/// The `pageable-async` column, host to device: [`Stream::memcpy_htod_sync`] of all
+/// of `src` (any host memory; the driver stages pageable memory itself) into `dst`,
+/// queued on `stream`, then a wait for the stream. `src.len()` must equal
+/// `dst.len()`.
+pub fn htod_pageable_async<T: Pod>(
+    dst: &mut DeviceBuffer<T>,
+    src: &[T],
     stream: &Stream,
 ) -> Result<(), Error> {
-    check_lengths("htod_async_sync", src.len(), dst.len())?;
-    // SAFETY: `dst` is a live device allocation of `src.len()` bytes (checked above);
-    // `src` is borrowed, so readable and unmodified, until the synchronize below
-    // returns; `stream` is live (borrowed) and its context current (condition 1).
-    unsafe {
-        result::memcpy_htod_async(
-            dst.as_device_ptr(),
-            src.as_ptr().cast::<c_void>(),
-            src.len(),
-            stream.as_raw(),
-        )
-    }?;
-    // SAFETY: `stream` is a live stream (borrowed).
-    unsafe { result::stream_synchronize(stream.as_raw()) }
+    check_lengths("htod_pageable_async", src.len(), dst.len())?;
+    stream.memcpy_htod_sync(src, dst)
 }
 
-/// `cuMemcpyDtoHAsync` of all of `src` into `dst` (pageable or not) on `stream`, then
-/// `cuStreamSynchronize`. `dst.len()` must equal `src.len()`.
-///
-/// # Safety
-/// 1. `stream`'s context is current on the calling thread.
-pub unsafe fn dtoh_async_sync(
-    dst: &mut [u8],
-    src: &DeviceBuffer<u8>,
+/// The `pageable-async` column, device to host: [`Stream::memcpy_dtoh_sync`] of all
+/// of `src` into `dst` (any host memory), queued on `stream`, then a wait for the
+/// stream. `dst.len()` must equal `src.len()`.
+pub fn dtoh_pageable_async<T: Pod>(
+    dst: &mut [T],
+    src: &DeviceBuffer<T>,
     stream: &Stream,
 ) -> Result<(), Error> {
-    check_lengths("dtoh_async_sync", dst.len(), src.len())?;
-    // SAFETY: `src` is a live device allocation of `dst.len()` bytes (checked above);
-    // `dst` is mutably borrowed, so nothing else reads or writes it, until the
-    // synchronize below returns; any byte is a valid `u8`; `stream` is live and its
-    // context current (condition 1).
-    unsafe {
-        result::memcpy_dtoh_async(
-            dst.as_mut_ptr().cast::<c_void>(),
-            src.as_device_ptr(),
-            dst.len(),
-            stream.as_raw(),
-        )
-    }?;
-    // SAFETY: `stream` is a live stream (borrowed).
-    unsafe { result::stream_synchronize(stream.as_raw()) }
+    check_lengths("dtoh_pageable_async", dst.len(), src.len())?;
+    stream.memcpy_dtoh_sync(src, dst)
 }
 
-/// The `raw-pinned` floor, host to device: [`htod_async_sync`] from a
-/// [`PinnedBuffer`].
-///
-/// # Safety
-/// 1. `stream`'s context is current on the calling thread.
-pub unsafe fn htod_raw_pinned(
-    dst: &mut DeviceBuffer<u8>,
-    src: &PinnedBuffer<u8>,
+/// The `raw-pinned` floor, host to device: [`Stream::memcpy_htod`] from a
+/// [`PinnedBuffer`], then [`Stream::synchronize`]. `src.len()` must equal
+/// `dst.len()`.
+pub fn htod_raw_pinned<T: Pod>(
+    dst: &mut DeviceBuffer<T>,
+    src: &PinnedBuffer<T>,
     stream: &Stream,
 ) -> Result<(), Error> {
-    // SAFETY: condition 1 is ours.
-    unsafe { htod_async_sync(dst, src, stream) }
+    check_lengths("htod_raw_pinned", src.len(), dst.len())?;
+    stream.memcpy_htod(src, dst)?;
+    stream.synchronize()
 }
 
-/// The `raw-pinned` floor, device to host: [`dtoh_async_sync`] into a
-/// [`PinnedBuffer`].
-///
-/// # Safety
-/// 1. `stream`'s context is current on the calling thread.
-pub unsafe fn dtoh_raw_pinned(
-    dst: &mut PinnedBuffer<u8>,
-    src: &DeviceBuffer<u8>,
+/// The `raw-pinned` floor, device to host: [`Stream::memcpy_dtoh`] into a
+/// [`PinnedBuffer`], then [`Stream::synchronize`] (so reading `dst` afterwards
+/// waits for nothing). `dst.len()` must equal `src.len()`.
+pub fn dtoh_raw_pinned<T: Pod>(
+    dst: &mut PinnedBuffer<T>,
+    src: &DeviceBuffer<T>,
     stream: &Stream,
 ) -> Result<(), Error> {
-    // SAFETY: condition 1 is ours.
-    unsafe { dtoh_async_sync(dst, src, stream) }
+    check_lengths("dtoh_raw_pinned", dst.len(), src.len())?;
+    stream.memcpy_dtoh(src, dst)?;
+    stream.synchronize()
 }
 
 #[cfg(test)]

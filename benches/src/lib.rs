@@ -1,6 +1,6 @@
 //! Shared setup for the criterion benchmarks in `benches/transfers.rs`.
 //!
-//! The benchmark compares, per transfer size and direction, every honest way this
+//! `transfers` compares, per transfer size and direction, every honest way this
 //! workspace (and cudarc) offers to move bytes between host and device, all in one
 //! process, on one [`Context`] and one non-blocking [`Stream`]:
 //!
@@ -19,11 +19,14 @@
 //! ([`group_id`]), function id = column name ([`COLUMNS`]).
 //!
 //! Settings: [`BenchSettings::from_env`] (`BENCH_QUICK=1` for a smoke run).
+//!
+//! The data checks are in [`pattern`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
-use std::ffi::c_void;
+mod cudarc_gpu;
+pub mod pattern;
+
 use std::fmt::Display;
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode};
@@ -31,6 +34,8 @@ use cuda_core::bytemuck::Pod;
 use cuda_core::{Context, DeviceBuffer, Error, PinnedBuffer, Stream};
 
 pub use cudarc;
+pub use cudarc_gpu::{CudarcBuffers, CudarcGpu};
+pub use pattern::{compare, fill_pattern};
 
 /// Column (criterion function id) names, in the order they are run and rendered.
 pub mod column {
@@ -50,6 +55,9 @@ pub mod column {
     pub const CUDARC_PINNED: &str = "cudarc-pinned";
     /// cudarc 0.19 from / to an ordinary `Vec`.
     pub const CUDARC_PAGEABLE: &str = "cudarc-pageable";
+    /// `frames` only: `StagingBuffer::upload` / `download` with
+    /// `set_low_latency(true)` (its copy threads spin between transfers).
+    pub const COPY_IN_LOW_LATENCY: &str = "copy-in-low-latency";
 }
 
 /// Every column, in run order.
@@ -171,9 +179,10 @@ impl BenchSettings {
     /// [`BenchSettings::quick`] when the environment variable `BENCH_QUICK` is set to
     /// anything but empty or `0`, else [`BenchSettings::full`].
     pub fn from_env() -> BenchSettings {
-        match std::env::var("BENCH_QUICK") {
-            Ok(v) if !v.is_empty() && v != "0" => BenchSettings::quick(),
-            _ => BenchSettings::full(),
+        if quick_from_env() {
+            BenchSettings::quick()
+        } else {
+            BenchSettings::full()
         }
     }
 
@@ -218,6 +227,17 @@ impl BenchSettings {
     }
 }
 
+/// Whether the environment asks for a smoke run: `BENCH_QUICK` set to anything but
+/// empty or `0`.
+pub fn quick_from_env() -> bool {
+    is_quick(std::env::var("BENCH_QUICK").ok().as_deref())
+}
+
+/// [`quick_from_env`] for a given value of `BENCH_QUICK`.
+pub fn is_quick(value: Option<&str>) -> bool {
+    value.is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// What the bench binary was asked to do, read from its arguments the way criterion
 /// reads them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -255,15 +275,6 @@ impl RunMode {
         } else {
             RunMode::Test
         }
-    }
-}
-
-/// Fills `buf` with a non-zero byte pattern that differs per position and per
-/// `seed` (never all zeros, never constant).
-pub fn fill_pattern(buf: &mut [u8], seed: u8) {
-    for (i, b) in buf.iter_mut().enumerate() {
-        // 1..=251: never zero; period 251 (prime) so it does not line up with pages.
-        *b = ((i.wrapping_mul(131).wrapping_add(usize::from(seed) * 17)) % 251) as u8 + 1;
     }
 }
 
@@ -310,83 +321,6 @@ impl Gpu {
             "{name} (device {}), driver API {driver}",
             self.ctx.ordinal()
         )
-    }
-}
-
-/// cudarc 0.19's side of the GPU, its documented way: `CudaContext::new(ordinal)`
-/// (the same primary context as [`Gpu`]) and `ctx.new_stream()` (non-blocking).
-#[derive(Debug)]
-pub struct CudarcGpu {
-    /// cudarc's context.
-    pub ctx: Arc<cudarc::driver::CudaContext>,
-    /// cudarc's non-blocking stream.
-    pub stream: Arc<cudarc::driver::CudaStream>,
-}
-
-/// cudarc's buffers for one size.
-#[derive(Debug)]
-pub struct CudarcBuffers {
-    /// `stream.alloc_zeros::<u8>(bytes)`, then filled with a pattern.
-    pub device: cudarc::driver::CudaSlice<u8>,
-    /// `ctx.alloc_pinned::<u8>(bytes)` (cudarc allocates it write-combined), filled
-    /// with a pattern.
-    pub pinned: cudarc::driver::PinnedHostSlice<u8>,
-}
-
-impl CudarcGpu {
-    /// Opens cudarc on the device `ours` uses, and checks that it shares our primary
-    /// context (so our context stays the current one whichever library binds last).
-    ///
-    /// Call only after [`Gpu::open`] succeeded: cudarc panics when it cannot load
-    /// the driver library, so this first checks that cudarc finds one.
-    pub fn open(ours: &Gpu) -> Result<CudarcGpu, String> {
-        // SAFETY: `is_culib_present` only tries to open the driver library by its
-        // usual names (running its initialisers, which our own loader already did)
-        // and drops it again; it touches no state of ours.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err("cudarc cannot find the CUDA driver library by its names".into());
-        }
-        let ctx = cudarc::driver::CudaContext::new(ours.ctx.ordinal())
-            .map_err(|e| format!("CudaContext::new: {e}"))?;
-        if !std::ptr::eq(
-            ctx.cu_ctx().cast::<c_void>(),
-            ours.ctx.as_raw().cast::<c_void>(),
-        ) {
-            return Err("cudarc's context is not the device's primary context".into());
-        }
-        let stream = ctx
-            .new_stream()
-            .map_err(|e| format!("CudaContext::new_stream: {e}"))?;
-        // cudarc binds its context on every call; it is the same one, but bind ours
-        // again so that our calls find it current (`Context::enter` then pushes
-        // nothing).
-        ours.ctx.bind_to_thread().map_err(|e| e.to_string())?;
-        Ok(CudarcGpu { ctx, stream })
-    }
-
-    /// Allocates cudarc's device slice and pinned host slice of `bytes` bytes, both
-    /// filled with the pattern of `seed`.
-    pub fn buffers(&self, bytes: usize, seed: u8) -> Result<CudarcBuffers, String> {
-        let mut device = self
-            .stream
-            .alloc_zeros::<u8>(bytes)
-            .map_err(|e| format!("alloc_zeros({bytes}): {e}"))?;
-        // SAFETY: `alloc_pinned` is unsafe only because the memory is left
-        // uninitialised; it is fully written with the pattern just below, before
-        // anything reads it.
-        let mut pinned = unsafe { self.ctx.alloc_pinned::<u8>(bytes) }
-            .map_err(|e| format!("alloc_pinned({bytes}): {e}"))?;
-        fill_pattern(
-            pinned
-                .as_mut_slice()
-                .map_err(|e| format!("PinnedHostSlice::as_mut_slice: {e}"))?,
-            seed,
-        );
-        self.stream
-            .memcpy_htod(&pinned, &mut device)
-            .and_then(|()| self.stream.synchronize())
-            .map_err(|e| format!("initial memcpy_htod: {e}"))?;
-        Ok(CudarcBuffers { device, pinned })
     }
 }
 
@@ -488,14 +422,12 @@ mod tests {
     }
 
     #[test]
-    fn pattern_is_never_zero_and_varies() {
-        let mut a = vec![0u8; 10_000];
-        fill_pattern(&mut a, 1);
-        assert!(a.iter().all(|&b| b != 0));
-        let mut b = vec![0u8; 10_000];
-        fill_pattern(&mut b, 2);
-        assert_ne!(a, b);
-        assert_ne!(a[0], a[1]);
+    fn bench_quick_is_any_value_but_empty_or_zero() {
+        assert!(is_quick(Some("1")));
+        assert!(is_quick(Some("yes")));
+        assert!(!is_quick(Some("0")));
+        assert!(!is_quick(Some("")));
+        assert!(!is_quick(None));
     }
 
     #[test]

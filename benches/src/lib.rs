@@ -1,4 +1,5 @@
-//! Shared setup for the criterion benchmarks in `benches/transfers.rs`.
+//! Shared setup for the benchmarks in `benches/transfers.rs` (criterion, back to
+//! back) and `benches/frames.rs` (frame loops).
 //!
 //! `transfers` compares, per transfer size and direction, every honest way this
 //! workspace (and cudarc) offers to move bytes between host and device, all in one
@@ -20,11 +21,21 @@
 //!
 //! Settings: [`BenchSettings::from_env`] (`BENCH_QUICK=1` for a smoke run).
 //!
-//! The data checks are in [`pattern`].
+//! The `frames` bench (frame loops: a sleep or busy gap before every transfer) keeps
+//! its plan in [`frames`], its gaps in [`gap`], its runners in [`frame_loop`],
+//! [`pipelines`] and [`chunks`], its percentiles in [`stats`] and its output in
+//! [`records`]. Both benches check their data with [`pattern`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod chunks;
 mod cudarc_gpu;
+pub mod frame_loop;
+pub mod frames;
+pub mod gap;
 pub mod pattern;
+pub mod pipelines;
+pub mod records;
+pub mod stats;
 
 use std::fmt::Display;
 use std::time::Duration;

@@ -99,6 +99,9 @@ fn run(
     let progress = |what: &str| {
         eprintln!("frames: [{:6.1} s] {what}", started.elapsed().as_secs_f64());
     };
+    // A failure stops the run, but what was measured before it is still printed
+    // and written.
+    let mut failed: Option<String> = None;
     let mut frame_records = Vec::new();
     let frame_scenarios: Vec<Scenario> = scenarios
         .iter()
@@ -112,19 +115,29 @@ fn run(
             .map_err(|e| format!("data check before timing: {e}"))?;
         progress("every column's data checked at every size, both ways");
         for &s in &frame_scenarios {
-            frame_records.extend(fl.run(s, settings, progress)?);
+            match fl.run(s, settings, progress) {
+                Ok(r) => frame_records.extend(r),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
     }
-    let pipeline_records = if scenarios.contains(&Scenario::FourPipelines) {
-        pipelines::run(gpu, settings, progress)?
-    } else {
-        Vec::new()
-    };
-    let chunk_table = if scenarios.contains(&Scenario::Chunks) {
-        Some(chunks::run(gpu, settings)?)
-    } else {
-        None
-    };
+    let mut pipeline_records = Vec::new();
+    if failed.is_none() && scenarios.contains(&Scenario::FourPipelines) {
+        match pipelines::run(gpu, settings, progress) {
+            Ok(r) => pipeline_records = r,
+            Err(e) => failed = Some(e),
+        }
+    }
+    let mut chunk_table = None;
+    if failed.is_none() && scenarios.contains(&Scenario::Chunks) {
+        match chunks::run(gpu, settings) {
+            Ok(t) => chunk_table = Some(t),
+            Err(e) => failed = Some(e),
+        }
+    }
 
     // The tables last, together: the end of the log is read first.
     println!();
@@ -140,7 +153,7 @@ fn run(
         .chain(pipeline_records.into_iter().map(Record::Pipeline))
         .collect();
     if mode == RunMode::Test {
-        return Ok(());
+        return failed.map_or(Ok(()), Err);
     }
     match std::env::var_os(RECORDS_DIR_ENV).filter(|d| !d.is_empty()) {
         _ if all.is_empty() => {
@@ -158,5 +171,5 @@ fn run(
             );
         }
     }
-    Ok(())
+    failed.map_or(Ok(()), Err)
 }

@@ -7,15 +7,15 @@
 //! Without a CUDA GPU: `--list` still lists every benchmark; otherwise the binary
 //! says "no CUDA GPU/driver found: ..." and exits 1 under `cargo bench` (nothing was
 //! measured) or 0 in test mode (`cargo test --benches`, which it then skips).
-#![deny(unsafe_op_in_unsafe_fn)]
+#![forbid(unsafe_code)]
 
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use benches::{
-    column, dtoh_async_sync, dtoh_raw_pinned, exit_on_error as ok, fill_pattern, group_id,
-    htod_async_sync, htod_raw_pinned, BenchSettings, CudarcBuffers, CudarcGpu, Direction, Gpu,
+    column, dtoh_pageable_async, dtoh_raw_pinned, exit_on_error as ok, fill_pattern, group_id,
+    htod_pageable_async, htod_raw_pinned, BenchSettings, CudarcBuffers, CudarcGpu, Direction, Gpu,
     RunMode, COLUMNS,
 };
 use criterion::measurement::WallTime;
@@ -169,7 +169,8 @@ fn run(c: &mut Criterion, settings: &BenchSettings, gpu: &Gpu, cudarc: Option<&C
         fill_pattern(&mut host.pageable[..bytes], SEED_PAGEABLE);
         let mut fx = SizeFixture::new(gpu, cudarc, bytes, &host.pageable[..bytes]);
         warm_up_staging(gpu, &mut host, &mut fx);
-        // The raw columns rely on our context being current on this thread.
+        // Every column finds our context current (cudarc binds the same primary
+        // context), so `Context::enter` pushes nothing inside the timed loops.
         ok("Context::bind_to_thread", gpu.ctx.bind_to_thread());
         let allocations = host.staging.stats().allocations;
 
@@ -261,11 +262,8 @@ fn bench_h2d(
     });
     g.bench_function(column::PAGEABLE_ASYNC, |b| {
         b.iter(|| {
-            // SAFETY: `run` bound our context to this thread (the only one that runs
-            // benchmarks), and nothing binds another: cudarc binds the same primary
-            // context (checked in `CudarcGpu::open`).
-            let r = unsafe { htod_async_sync(device, black_box(src), stream) };
-            ok("pageable cuMemcpyHtoDAsync", r)
+            let r = htod_pageable_async(device, black_box(src), stream);
+            ok("memcpy_htod_sync (pageable)", r)
         })
     });
     g.bench_function(column::COPY_IN, |b| {
@@ -298,9 +296,8 @@ fn bench_h2d(
     let pinned = &fx.pinned;
     g.bench_function(column::RAW_PINNED, |b| {
         b.iter(|| {
-            // SAFETY: as for `pageable-async`: our context is current on this thread.
-            let r = unsafe { htod_raw_pinned(device, black_box(pinned), stream) };
-            ok("raw pinned cuMemcpyHtoDAsync", r)
+            let r = htod_raw_pinned(device, black_box(pinned), stream);
+            ok("memcpy_htod (pinned) + synchronize", r)
         })
     });
 
@@ -346,11 +343,8 @@ fn bench_d2h(
     g.bench_function(column::PAGEABLE_ASYNC, |b| {
         b.iter(|| {
             let dst = black_box(&mut host.pageable[..n]);
-            // SAFETY: `run` bound our context to this thread (the only one that runs
-            // benchmarks), and nothing binds another: cudarc binds the same primary
-            // context (checked in `CudarcGpu::open`).
-            let r = unsafe { dtoh_async_sync(dst, device, stream) };
-            ok("pageable cuMemcpyDtoHAsync", r)
+            let r = dtoh_pageable_async(dst, device, stream);
+            ok("memcpy_dtoh_sync (pageable)", r)
         })
     });
     g.bench_function(column::COPY_IN, |b| {
@@ -377,9 +371,8 @@ fn bench_d2h(
     let pinned = &mut fx.pinned;
     g.bench_function(column::RAW_PINNED, |b| {
         b.iter(|| {
-            // SAFETY: as for `pageable-async`: our context is current on this thread.
-            let r = unsafe { dtoh_raw_pinned(black_box(&mut *pinned), device, stream) };
-            ok("raw pinned cuMemcpyDtoHAsync", r)
+            let r = dtoh_raw_pinned(black_box(&mut *pinned), device, stream);
+            ok("memcpy_dtoh (pinned) + synchronize", r)
         })
     });
 

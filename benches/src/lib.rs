@@ -1,17 +1,18 @@
-//! Shared setup for the criterion benchmarks in `benches/transfers.rs`.
+//! Shared setup for the benchmarks in `benches/transfers.rs` (criterion, back to
+//! back) and `benches/frames.rs` (frame loops).
 //!
-//! The benchmark compares, per transfer size and direction, every honest way this
+//! `transfers` compares, per transfer size and direction, every honest way this
 //! workspace (and cudarc) offers to move bytes between host and device, all in one
 //! process, on one [`Context`] and one non-blocking [`Stream`]:
 //!
 //! | column | what one iteration does |
 //! |---|---|
 //! | `pageable` | `DeviceBuffer::copy_from_host` / `copy_to_host` with an ordinary `Vec` (synchronous `cuMemcpyHtoD` / `DtoH`) |
-//! | `pageable-async` | `cuMemcpyHtoDAsync` / `DtoHAsync` from / to the same `Vec` on the stream, then a stream sync |
+//! | `pageable-async` | `Stream::memcpy_htod_sync` / `memcpy_dtoh_sync` from / to the same `Vec`: the driver's async pageable copy on the stream, then a stream sync |
 //! | `copy-in` | `StagingBuffer::upload` / `download` with the same `Vec` |
 //! | `copy-in-registered` | `StagingBuffer::upload` / `download` with a `Vec` page-locked by `HostRegistration` |
 //! | `resident` | `StagingBuffer::upload_with` / `download_into`: the data already lives in pinned memory |
-//! | `raw-pinned` | `cuMemcpy*Async` from / to a `PinnedBuffer` plus a stream sync: the floor |
+//! | `raw-pinned` | `Stream::memcpy_htod` / `memcpy_dtoh` from / to a `PinnedBuffer`, then `Stream::synchronize`: the floor |
 //! | `cudarc-pinned` | cudarc 0.19: `memcpy_htod` / `memcpy_dtoh` with its `alloc_pinned` slice, then `synchronize` |
 //! | `cudarc-pageable` | cudarc 0.19: the same with an ordinary `Vec` |
 //!
@@ -19,17 +20,33 @@
 //! ([`group_id`]), function id = column name ([`COLUMNS`]).
 //!
 //! Settings: [`BenchSettings::from_env`] (`BENCH_QUICK=1` for a smoke run).
+//!
+//! The `frames` bench (frame loops: a sleep or busy gap before every transfer) keeps
+//! its plan in [`frames`], its gaps in [`gap`], its runners in [`frame_loop`],
+//! [`pipelines`] and [`chunks`], its percentiles in [`stats`] and its output in
+//! [`records`]. Both benches check their data with [`pattern`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
-use std::ffi::c_void;
+pub mod chunks;
+mod cudarc_gpu;
+pub mod frame_loop;
+pub mod frames;
+pub mod gap;
+pub mod pattern;
+pub mod pipelines;
+pub mod records;
+pub mod stats;
+
 use std::fmt::Display;
-use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode};
-use cuda_core::{result, Context, DeviceBuffer, Error, PinnedBuffer, Stream};
+use cuda_core::bytemuck::Pod;
+use cuda_core::{Context, DeviceBuffer, Error, PinnedBuffer, Stream};
 
 pub use cudarc;
+pub use cudarc_gpu::{CudarcBuffers, CudarcGpu};
+pub use pattern::{compare, fill_pattern};
 
 /// Column (criterion function id) names, in the order they are run and rendered.
 pub mod column {
@@ -43,12 +60,15 @@ pub mod column {
     pub const COPY_IN_REGISTERED: &str = "copy-in-registered";
     /// `StagingBuffer::upload_with` / `download_into`.
     pub const RESIDENT: &str = "resident";
-    /// `PinnedBuffer` + `cuMemcpy*Async` + `cuStreamSynchronize`: the floor.
+    /// `PinnedBuffer` + `Stream::memcpy_htod` / `memcpy_dtoh` + `synchronize`: the floor.
     pub const RAW_PINNED: &str = "raw-pinned";
     /// cudarc 0.19 from / to its pinned host slice.
     pub const CUDARC_PINNED: &str = "cudarc-pinned";
     /// cudarc 0.19 from / to an ordinary `Vec`.
     pub const CUDARC_PAGEABLE: &str = "cudarc-pageable";
+    /// `frames` only: `StagingBuffer::upload` / `download` with
+    /// `set_low_latency(true)` (its copy threads spin between transfers).
+    pub const COPY_IN_LOW_LATENCY: &str = "copy-in-low-latency";
 }
 
 /// Every column, in run order.
@@ -170,9 +190,10 @@ impl BenchSettings {
     /// [`BenchSettings::quick`] when the environment variable `BENCH_QUICK` is set to
     /// anything but empty or `0`, else [`BenchSettings::full`].
     pub fn from_env() -> BenchSettings {
-        match std::env::var("BENCH_QUICK") {
-            Ok(v) if !v.is_empty() && v != "0" => BenchSettings::quick(),
-            _ => BenchSettings::full(),
+        if quick_from_env() {
+            BenchSettings::quick()
+        } else {
+            BenchSettings::full()
         }
     }
 
@@ -217,6 +238,17 @@ impl BenchSettings {
     }
 }
 
+/// Whether the environment asks for a smoke run: `BENCH_QUICK` set to anything but
+/// empty or `0`.
+pub fn quick_from_env() -> bool {
+    is_quick(std::env::var("BENCH_QUICK").ok().as_deref())
+}
+
+/// [`quick_from_env`] for a given value of `BENCH_QUICK`.
+pub fn is_quick(value: Option<&str>) -> bool {
+    value.is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// What the bench binary was asked to do, read from its arguments the way criterion
 /// reads them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,15 +286,6 @@ impl RunMode {
         } else {
             RunMode::Test
         }
-    }
-}
-
-/// Fills `buf` with a non-zero byte pattern that differs per position and per
-/// `seed` (never all zeros, never constant).
-pub fn fill_pattern(buf: &mut [u8], seed: u8) {
-    for (i, b) in buf.iter_mut().enumerate() {
-        // 1..=251: never zero; period 251 (prime) so it does not line up with pages.
-        *b = ((i.wrapping_mul(131).wrapping_add(usize::from(seed) * 17)) % 251) as u8 + 1;
     }
 }
 
@@ -312,82 +335,6 @@ impl Gpu {
     }
 }
 
-/// cudarc 0.19's side of the GPU, its documented way: `CudaContext::new(ordinal)`
-/// (the same primary context as [`Gpu`]) and `ctx.new_stream()` (non-blocking).
-#[derive(Debug)]
-pub struct CudarcGpu {
-    /// cudarc's context.
-    pub ctx: Arc<cudarc::driver::CudaContext>,
-    /// cudarc's non-blocking stream.
-    pub stream: Arc<cudarc::driver::CudaStream>,
-}
-
-/// cudarc's buffers for one size.
-#[derive(Debug)]
-pub struct CudarcBuffers {
-    /// `stream.alloc_zeros::<u8>(bytes)`, then filled with a pattern.
-    pub device: cudarc::driver::CudaSlice<u8>,
-    /// `ctx.alloc_pinned::<u8>(bytes)` (cudarc allocates it write-combined), filled
-    /// with a pattern.
-    pub pinned: cudarc::driver::PinnedHostSlice<u8>,
-}
-
-impl CudarcGpu {
-    /// Opens cudarc on the device `ours` uses, and checks that it shares our primary
-    /// context (so our context stays the current one whichever library binds last).
-    ///
-    /// Call only after [`Gpu::open`] succeeded: cudarc panics when it cannot load
-    /// the driver library, so this first checks that cudarc finds one.
-    pub fn open(ours: &Gpu) -> Result<CudarcGpu, String> {
-        // SAFETY: `is_culib_present` only tries to open the driver library by its
-        // usual names (running its initialisers, which our own loader already did)
-        // and drops it again; it touches no state of ours.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err("cudarc cannot find the CUDA driver library by its names".into());
-        }
-        let ctx = cudarc::driver::CudaContext::new(ours.ctx.ordinal())
-            .map_err(|e| format!("CudaContext::new: {e}"))?;
-        if !std::ptr::eq(
-            ctx.cu_ctx().cast::<c_void>(),
-            ours.ctx.as_raw().cast::<c_void>(),
-        ) {
-            return Err("cudarc's context is not the device's primary context".into());
-        }
-        let stream = ctx
-            .new_stream()
-            .map_err(|e| format!("CudaContext::new_stream: {e}"))?;
-        // cudarc binds its context on every call; it is the same one, but keep ours
-        // explicitly current for the raw calls of this crate.
-        ours.ctx.bind_to_thread().map_err(|e| e.to_string())?;
-        Ok(CudarcGpu { ctx, stream })
-    }
-
-    /// Allocates cudarc's device slice and pinned host slice of `bytes` bytes, both
-    /// filled with the pattern of `seed`.
-    pub fn buffers(&self, bytes: usize, seed: u8) -> Result<CudarcBuffers, String> {
-        let mut device = self
-            .stream
-            .alloc_zeros::<u8>(bytes)
-            .map_err(|e| format!("alloc_zeros({bytes}): {e}"))?;
-        // SAFETY: `alloc_pinned` is unsafe only because the memory is left
-        // uninitialised; it is fully written with the pattern just below, before
-        // anything reads it.
-        let mut pinned = unsafe { self.ctx.alloc_pinned::<u8>(bytes) }
-            .map_err(|e| format!("alloc_pinned({bytes}): {e}"))?;
-        fill_pattern(
-            pinned
-                .as_mut_slice()
-                .map_err(|e| format!("PinnedHostSlice::as_mut_slice: {e}"))?,
-            seed,
-        );
-        self.stream
-            .memcpy_htod(&pinned, &mut device)
-            .and_then(|()| self.stream.synchronize())
-            .map_err(|e| format!("initial memcpy_htod: {e}"))?;
-        Ok(CudarcBuffers { device, pinned })
-    }
-}
-
 fn check_lengths(op: &'static str, host: usize, device: usize) -> Result<(), Error> {
     if host == device {
         Ok(())
@@ -400,85 +347,55 @@ fn check_lengths(op: &'static str, host: usize, device: usize) -> Result<(), Err
     }
 }
 
-/// `cuMemcpyHtoDAsync` of all of `src` (pageable or not) into `dst` on `stream`,
-/// then `cuStreamSynchronize`. `src.len()` must equal `dst.len()`.
-///
-/// # Safety
-/// 1. `stream`'s context is current on the calling thread.
-pub unsafe fn htod_async_sync(
-    dst: &mut DeviceBuffer<u8>,
-    src: &[u8],
+/// The `pageable-async` column, host to device: [`Stream::memcpy_htod_sync`] of all
+/// of `src` (any host memory; the driver stages pageable memory itself) into `dst`,
+/// queued on `stream`, then a wait for the stream. `src.len()` must equal
+/// `dst.len()`.
+pub fn htod_pageable_async<T: Pod>(
+    dst: &mut DeviceBuffer<T>,
+    src: &[T],
     stream: &Stream,
 ) -> Result<(), Error> {
-    check_lengths("htod_async_sync", src.len(), dst.len())?;
-    // SAFETY: `dst` is a live device allocation of `src.len()` bytes (checked above);
-    // `src` is borrowed, so readable and unmodified, until the synchronize below
-    // returns; `stream` is live (borrowed) and its context current (condition 1).
-    unsafe {
-        result::memcpy_htod_async(
-            dst.as_device_ptr(),
-            src.as_ptr().cast::<c_void>(),
-            src.len(),
-            stream.as_raw(),
-        )
-    }?;
-    // SAFETY: `stream` is a live stream (borrowed).
-    unsafe { result::stream_synchronize(stream.as_raw()) }
+    check_lengths("htod_pageable_async", src.len(), dst.len())?;
+    stream.memcpy_htod_sync(src, dst)
 }
 
-/// `cuMemcpyDtoHAsync` of all of `src` into `dst` (pageable or not) on `stream`, then
-/// `cuStreamSynchronize`. `dst.len()` must equal `src.len()`.
-///
-/// # Safety
-/// 1. `stream`'s context is current on the calling thread.
-pub unsafe fn dtoh_async_sync(
-    dst: &mut [u8],
-    src: &DeviceBuffer<u8>,
+/// The `pageable-async` column, device to host: [`Stream::memcpy_dtoh_sync`] of all
+/// of `src` into `dst` (any host memory), queued on `stream`, then a wait for the
+/// stream. `dst.len()` must equal `src.len()`.
+pub fn dtoh_pageable_async<T: Pod>(
+    dst: &mut [T],
+    src: &DeviceBuffer<T>,
     stream: &Stream,
 ) -> Result<(), Error> {
-    check_lengths("dtoh_async_sync", dst.len(), src.len())?;
-    // SAFETY: `src` is a live device allocation of `dst.len()` bytes (checked above);
-    // `dst` is mutably borrowed, so nothing else reads or writes it, until the
-    // synchronize below returns; any byte is a valid `u8`; `stream` is live and its
-    // context current (condition 1).
-    unsafe {
-        result::memcpy_dtoh_async(
-            dst.as_mut_ptr().cast::<c_void>(),
-            src.as_device_ptr(),
-            dst.len(),
-            stream.as_raw(),
-        )
-    }?;
-    // SAFETY: `stream` is a live stream (borrowed).
-    unsafe { result::stream_synchronize(stream.as_raw()) }
+    check_lengths("dtoh_pageable_async", dst.len(), src.len())?;
+    stream.memcpy_dtoh_sync(src, dst)
 }
 
-/// The `raw-pinned` floor, host to device: [`htod_async_sync`] from a
-/// [`PinnedBuffer`].
-///
-/// # Safety
-/// 1. `stream`'s context is current on the calling thread.
-pub unsafe fn htod_raw_pinned(
-    dst: &mut DeviceBuffer<u8>,
-    src: &PinnedBuffer<u8>,
+/// The `raw-pinned` floor, host to device: [`Stream::memcpy_htod`] from a
+/// [`PinnedBuffer`], then [`Stream::synchronize`]. `src.len()` must equal
+/// `dst.len()`.
+pub fn htod_raw_pinned<T: Pod>(
+    dst: &mut DeviceBuffer<T>,
+    src: &PinnedBuffer<T>,
     stream: &Stream,
 ) -> Result<(), Error> {
-    // SAFETY: condition 1 is ours.
-    unsafe { htod_async_sync(dst, src, stream) }
+    check_lengths("htod_raw_pinned", src.len(), dst.len())?;
+    stream.memcpy_htod(src, dst)?;
+    stream.synchronize()
 }
 
-/// The `raw-pinned` floor, device to host: [`dtoh_async_sync`] into a
-/// [`PinnedBuffer`].
-///
-/// # Safety
-/// 1. `stream`'s context is current on the calling thread.
-pub unsafe fn dtoh_raw_pinned(
-    dst: &mut PinnedBuffer<u8>,
-    src: &DeviceBuffer<u8>,
+/// The `raw-pinned` floor, device to host: [`Stream::memcpy_dtoh`] into a
+/// [`PinnedBuffer`], then [`Stream::synchronize`] (so reading `dst` afterwards
+/// waits for nothing). `dst.len()` must equal `src.len()`.
+pub fn dtoh_raw_pinned<T: Pod>(
+    dst: &mut PinnedBuffer<T>,
+    src: &DeviceBuffer<T>,
     stream: &Stream,
 ) -> Result<(), Error> {
-    // SAFETY: condition 1 is ours.
-    unsafe { dtoh_async_sync(dst, src, stream) }
+    check_lengths("dtoh_raw_pinned", dst.len(), src.len())?;
+    stream.memcpy_dtoh(src, dst)?;
+    stream.synchronize()
 }
 
 #[cfg(test)]
@@ -516,14 +433,12 @@ mod tests {
     }
 
     #[test]
-    fn pattern_is_never_zero_and_varies() {
-        let mut a = vec![0u8; 10_000];
-        fill_pattern(&mut a, 1);
-        assert!(a.iter().all(|&b| b != 0));
-        let mut b = vec![0u8; 10_000];
-        fill_pattern(&mut b, 2);
-        assert_ne!(a, b);
-        assert_ne!(a[0], a[1]);
+    fn bench_quick_is_any_value_but_empty_or_zero() {
+        assert!(is_quick(Some("1")));
+        assert!(is_quick(Some("yes")));
+        assert!(!is_quick(Some("0")));
+        assert!(!is_quick(Some("")));
+        assert!(!is_quick(None));
     }
 
     #[test]

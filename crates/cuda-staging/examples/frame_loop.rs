@@ -1,39 +1,216 @@
-//! A per-frame inference-style loop over one reused `StagingBuffer`.
+//! A 60 fps frame loop, three ways: the driver's pageable copies, `upload` /
+//! `download`, and `upload_with` / `download_into`.
 //!
 //! ```text
 //! cargo run --release -p cuda-staging --example frame_loop
 //! ```
 //!
-//! For each of 300 frames: preprocess a 3×640×640 f32 frame straight into pinned
-//! memory with `upload_with`, run a stand-in device step (a device-to-device copy into
-//! an output buffer, queued on the same stream), read the output straight out of
-//! pinned memory with `download_into` and check every element. Prints the median
-//! upload and download time per frame and the staging stats: one pinned allocation
-//! for the whole run.
+//! A producer thread delivers a 3×640×640 `f32` frame every 1/60 s through a
+//! bounded channel (its values differ per frame and per element), and the loop
+//! sleeps in `recv` while it waits for each one, as a video pipeline's loop does.
+//! Per frame the loop uploads the frame, runs a stand-in device step (a
+//! device-to-device copy from the input to the output buffer, queued on the same
+//! stream), downloads the output, and checks every element. Each path runs
+//! 5 warm-up frames and then 120 timed frames (2 s), one path after another, and
+//! prints the p50 and p99 of the per-frame latency (upload + device step +
+//! download) and its staging buffer's stats: one pinned allocation per buffer.
+//!
+//! For `upload_with` the loop copies the received frame into pinned memory inside
+//! `fill` with `copy_for_dma`; in a real pipeline that is where preprocessing would
+//! write its output. `download_into` is checked in place, in pinned memory.
 //!
 //! Without a GPU it says so on stderr and exits with status 1.
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread;
 use std::time::{Duration, Instant};
 
-use cuda_core::result;
-use cuda_staging::{Context, DeviceBuffer, StagingBuffer, Stream};
+use cuda_staging::{copy_for_dma, Context, DeviceBuffer, Error, StagingBuffer, Stream};
 
-const FRAMES: usize = 300;
+const FPS: u32 = 60;
+const WARMUP_FRAMES: usize = 5;
+const FRAMES: usize = 120;
 const CHANNELS: usize = 3;
 const SIDE: usize = 640;
+/// Elements per frame.
 const N: usize = CHANNELS * SIDE * SIDE;
 
-/// The "preprocessed pixel" at index `i` of `frame`: differs per element and frame.
-fn pixel(frame: usize, i: usize) -> f32 {
-    let c = i / (SIDE * SIDE);
-    let raw = ((i * 7 + frame * 131 + c * 17) % 256) as f32;
-    raw / 255.0 - 0.5 + frame as f32
+/// Element `i` of frame `frame`: never zero, different at every position of a
+/// frame and at the same position of the next frame.
+fn value(frame: usize, i: usize) -> f32 {
+    (frame + 1) as f32 + i as f32 * 1e-3
 }
 
-fn median_us(v: &mut [Duration]) -> f64 {
-    v.sort();
-    v[v.len() / 2].as_secs_f64() * 1e6
+/// One delivered frame.
+struct Frame {
+    index: usize,
+    data: Vec<f32>,
+}
+
+/// Sends `frames` frames at `FPS`, reusing the buffers the loop hands back.
+fn produce(frames: usize, tx: SyncSender<Frame>, recycled: Receiver<Vec<f32>>) {
+    let period = Duration::from_secs(1) / FPS;
+    let start = Instant::now();
+    for index in 0..frames {
+        let mut data = recycled.try_recv().unwrap_or_else(|_| vec![0.0; N]);
+        for (i, v) in data.iter_mut().enumerate() {
+            *v = value(index, i);
+        }
+        let due = start + period * index as u32;
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            thread::sleep(wait);
+        }
+        if tx.send(Frame { index, data }).is_err() {
+            return; // the loop stopped early
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Path {
+    /// `Stream::memcpy_htod_sync` / `memcpy_dtoh_sync` from and into `Vec`s: the
+    /// driver's pageable path, on the same stream as the device step.
+    Pageable,
+    /// `StagingBuffer::upload` / `download` with the same `Vec`s.
+    CopyIn,
+    /// `StagingBuffer::upload_with` / `download_into`.
+    Resident,
+}
+
+impl Path {
+    const ALL: [Path; 3] = [Path::Pageable, Path::CopyIn, Path::Resident];
+
+    fn name(self) -> &'static str {
+        match self {
+            Path::Pageable => "pageable (memcpy_htod_sync / memcpy_dtoh_sync)",
+            Path::CopyIn => "upload / download",
+            Path::Resident => "upload_with / download_into",
+        }
+    }
+}
+
+/// The GPU side every path shares.
+struct Gpu {
+    stream: Stream,
+    input: DeviceBuffer<f32>,
+    output: DeviceBuffer<f32>,
+}
+
+/// Upload, device step, download of one frame; returns the time they took, once
+/// every element of the output has been checked against the frame.
+fn one_frame(
+    path: Path,
+    gpu: &mut Gpu,
+    staging: &mut StagingBuffer,
+    out: &mut [f32],
+    frame: &Frame,
+) -> Result<Duration, String> {
+    let index = frame.index;
+    let fail = |what: &'static str| move |e: Error| format!("frame {index}: {what}: {e}");
+    let Gpu {
+        stream,
+        input,
+        output,
+    } = gpu;
+    let started = Instant::now();
+    let landed: &[f32] = match path {
+        Path::Pageable => {
+            stream
+                .memcpy_htod_sync(&frame.data, input)
+                .map_err(fail("memcpy_htod_sync"))?;
+            stream
+                .memcpy_dtod(input, output)
+                .map_err(fail("device step"))?;
+            stream
+                .memcpy_dtoh_sync(output, out)
+                .map_err(fail("memcpy_dtoh_sync"))?;
+            out
+        }
+        Path::CopyIn => {
+            staging
+                .upload(input, &frame.data, stream)
+                .map_err(fail("upload"))?;
+            stream
+                .memcpy_dtod(input, output)
+                .map_err(fail("device step"))?;
+            staging
+                .download(out, output, stream)
+                .map_err(fail("download"))?;
+            out
+        }
+        Path::Resident => {
+            let mut copied = Ok(());
+            staging
+                .upload_with(input, N, stream, |dst: &mut [f32]| {
+                    copied = copy_for_dma(dst, &frame.data);
+                })
+                .and(copied)
+                .map_err(fail("upload_with"))?;
+            stream
+                .memcpy_dtod(input, output)
+                .map_err(fail("device step"))?;
+            staging
+                .download_into(output, N, stream)
+                .map_err(fail("download_into"))?
+        }
+    };
+    let elapsed = started.elapsed();
+    if let Some(i) = (0..N).find(|&i| landed[i].to_bits() != frame.data[i].to_bits()) {
+        return Err(format!(
+            "frame {index}: element {i} came back as {} but was sent as {}",
+            landed[i], frame.data[i]
+        ));
+    }
+    Ok(elapsed)
+}
+
+/// The timed frames of one path and its staging buffer.
+struct PathRun {
+    latencies: Vec<Duration>,
+    staging: StagingBuffer,
+}
+
+/// Runs one path over a fresh producer's `WARMUP_FRAMES + FRAMES` frames.
+fn run_path(path: Path, gpu: &mut Gpu) -> Result<PathRun, String> {
+    let (tx, frames) = mpsc::sync_channel::<Frame>(2);
+    let (give_back, recycled) = mpsc::channel::<Vec<f32>>();
+    let producer = thread::spawn(move || produce(WARMUP_FRAMES + FRAMES, tx, recycled));
+    let mut staging = StagingBuffer::new();
+    let mut out = vec![0f32; N];
+    let mut latencies = Vec::with_capacity(FRAMES);
+    let mut result = Ok(());
+    // `recv` blocks: the loop sleeps until the producer delivers the next frame.
+    for frame in frames.iter() {
+        match one_frame(path, gpu, &mut staging, &mut out, &frame) {
+            Ok(t) if frame.index >= WARMUP_FRAMES => latencies.push(t),
+            Ok(_) => {}
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+        let _ = give_back.send(frame.data);
+    }
+    drop(frames); // a producer still sending stops
+    producer
+        .join()
+        .map_err(|_| "the producer thread panicked".to_string())?;
+    result?;
+    if latencies.len() != FRAMES {
+        return Err(format!(
+            "{} timed frames, expected {FRAMES}",
+            latencies.len()
+        ));
+    }
+    Ok(PathRun { latencies, staging })
+}
+
+/// Nearest-rank percentile `p` of sorted, non-empty `v`, in µs.
+fn percentile_us(v: &[Duration], p: usize) -> f64 {
+    let rank = (p * v.len()).div_ceil(100).clamp(1, v.len());
+    v[rank - 1].as_secs_f64() * 1e6
 }
 
 fn run() -> Result<(), String> {
@@ -41,82 +218,62 @@ fn run() -> Result<(), String> {
         format!("no usable CUDA device ({e}); this example needs an NVIDIA GPU and its driver")
     })?;
     let name = ctx.name().unwrap_or_else(|_| "unknown device".into());
-    let stream = Stream::new(&ctx).map_err(|e| format!("creating a stream: {e}"))?;
-    let mut d_input =
-        DeviceBuffer::<f32>::alloc(N).map_err(|e| format!("device allocation: {e}"))?;
-    let d_output = DeviceBuffer::<f32>::alloc(N).map_err(|e| format!("device allocation: {e}"))?;
-    let mut staging = StagingBuffer::new();
+    let alloc = |what| move |e: Error| format!("{what}: {e}");
+    let mut gpu = Gpu {
+        stream: Stream::new(&ctx).map_err(alloc("creating a stream"))?,
+        input: DeviceBuffer::alloc_in(&ctx, N).map_err(alloc("device allocation"))?,
+        output: DeviceBuffer::alloc_in(&ctx, N).map_err(alloc("device allocation"))?,
+    };
 
-    let mut up = Vec::with_capacity(FRAMES);
-    let mut down = Vec::with_capacity(FRAMES);
-    for frame in 0..FRAMES {
-        // Preprocess straight into pinned memory.
-        let t = Instant::now();
-        staging
-            .upload_with(&mut d_input, N, &stream, |dst: &mut [f32]| {
-                for (i, v) in dst.iter_mut().enumerate() {
-                    *v = pixel(frame, i);
-                }
-            })
-            .map_err(|e| format!("frame {frame}: upload_with: {e}"))?;
-        up.push(t.elapsed());
+    println!(
+        "{name}: {FRAMES} frames per path at {FPS} fps ({WARMUP_FRAMES} warm-up frames \
+         before), {CHANNELS}x{SIDE}x{SIDE} f32 = {} bytes, every element checked",
+        N * 4
+    );
+    println!("per-frame latency: upload + device step + download, the loop asleep in between");
+    println!(
+        "{:<48} {:>8} {:>8} {:>8}",
+        "path", "p50 us", "p99 us", "max us"
+    );
+    let mut runs = Vec::new();
+    for path in Path::ALL {
+        let mut run = run_path(path, &mut gpu).map_err(|e| format!("{}: {e}", path.name()))?;
+        run.latencies.sort_unstable();
+        println!(
+            "{:<48} {:>8.1} {:>8.1} {:>8.1}",
+            path.name(),
+            percentile_us(&run.latencies, 50),
+            percentile_us(&run.latencies, 99),
+            percentile_us(&run.latencies, 100),
+        );
+        runs.push((path, run));
+    }
 
-        // The "model": copy input to output on the same stream.
-        {
-            let _g = ctx.enter().map_err(|e| e.to_string())?;
-            // SAFETY: both buffers hold N f32 and live until after the stream is
-            // synchronised (download_into below waits for this copy); the stream is
-            // live and its context current.
-            unsafe {
-                result::memcpy_dtod_async(
-                    d_output.as_device_ptr(),
-                    d_input.as_device_ptr(),
-                    N * std::mem::size_of::<f32>(),
-                    stream.as_raw(),
-                )
-            }
-            .map_err(|e| format!("frame {frame}: device step: {e}"))?;
+    for (path, run) in &runs {
+        if *path == Path::Pageable {
+            continue;
         }
-
-        // Read the result straight out of pinned memory (ordered after the step).
-        let t = Instant::now();
-        let out = staging
-            .download_into(&d_output, N, &stream)
-            .map_err(|e| format!("frame {frame}: download_into: {e}"))?;
-        down.push(t.elapsed());
-
-        if let Some(i) = (0..N).find(|&i| out[i].to_bits() != pixel(frame, i).to_bits()) {
+        let stats = run.staging.stats();
+        println!(
+            "{}: {} pinned allocation(s) of {} bytes, {} staged / {} direct transfers, \
+             {} bytes up, {} bytes down",
+            path.name(),
+            stats.allocations,
+            run.staging.capacity(),
+            stats.staged_transfers,
+            stats.direct_transfers,
+            stats.bytes_uploaded,
+            stats.bytes_downloaded,
+        );
+        if stats.allocations != 1 {
             return Err(format!(
-                "frame {frame}: element {i} is {} but should be {}",
-                out[i],
-                pixel(frame, i)
+                "{}: expected one pinned allocation for the whole run, saw {}",
+                path.name(),
+                stats.allocations
             ));
         }
     }
-
-    let stats = staging.stats();
-    println!(
-        "{name}: {FRAMES} frames of {CHANNELS}x{SIDE}x{SIDE} f32 ({} bytes), all verified",
-        N * 4
-    );
-    println!(
-        "median per frame: upload_with {:.1} us (includes preprocessing), download_into {:.1} us",
-        median_us(&mut up),
-        median_us(&mut down)
-    );
-    println!("stats: {stats:#?}");
-    println!(
-        "pinned allocations: {} (capacity {} bytes)",
-        stats.allocations,
-        staging.capacity()
-    );
-    if stats.allocations != 1 {
-        return Err(format!(
-            "expected one pinned allocation for the whole run, saw {}",
-            stats.allocations
-        ));
-    }
-    Ok(())
+    cuda_staging::check_deferred_errors().map_err(|e| format!("an error recorded in a drop: {e}"))
 }
 
 fn main() -> ExitCode {

@@ -1,0 +1,290 @@
+//! Runs the frame-loop scenarios (`sleep-2ms`, `sleep-16ms`, `busy-2ms`) on the GPU.
+//!
+//! Each column owns its buffers, as a user's loop keeps one staging buffer per
+//! stream: a device buffer per size, a host `Vec` of the largest size (the pageable
+//! and copy-in columns' source and destination), and, for the staging columns, its
+//! own [`StagingBuffer`], pinned and grown by the data check before anything is
+//! timed.
+//!
+//! A cell is one (scenario, size, direction). In it, after [`FrameSettings::warmup_reps`]
+//! dropped repetitions, each repetition runs *gap, transfer* for every column of
+//! [`FrameColumn::INTERLEAVED`] in turn, so drift hits them alike; then
+//! `copy-in-low-latency` runs its own *gap, transfer* loop (why:
+//! [`FrameColumn::INTERLEAVED`]) and the cell ends with [`LOW_LATENCY_QUIET`]. Only the
+//! transfer call is timed, with an `Instant` around it.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use cuda_core::{DeviceBuffer, Error};
+use cuda_staging::StagingBuffer;
+
+use crate::frames::{FrameColumn, FrameSettings, Scenario, LOW_LATENCY_QUIET};
+use crate::gap::GapRunner;
+use crate::records::FrameRecord;
+use crate::stats::Summary;
+use crate::{compare, dtoh_pageable_async, fill_pattern, htod_pageable_async, Direction, Gpu};
+
+/// One column's own memory.
+struct ColumnBuffers {
+    /// A device buffer per size, in the order of the sizes.
+    device: Vec<DeviceBuffer<u8>>,
+    /// Pageable host memory of the largest size.
+    host: Vec<u8>,
+    /// The staging columns' buffer.
+    staging: Option<StagingBuffer>,
+}
+
+/// The frame-loop scenarios' columns, buffers and gaps.
+pub struct FrameLoop<'g> {
+    gpu: &'g Gpu,
+    sizes: Vec<usize>,
+    /// Indexed by [`FrameColumn::index`].
+    columns: Vec<ColumnBuffers>,
+    gaps: GapRunner,
+}
+
+impl<'g> FrameLoop<'g> {
+    /// Allocates every column's buffers for `sizes` (nothing pinned yet).
+    pub fn new(gpu: &'g Gpu, sizes: &[usize]) -> Result<FrameLoop<'g>, Error> {
+        let max = sizes.iter().copied().max().unwrap_or(0);
+        let mut columns = Vec::new();
+        for column in FrameColumn::ALL {
+            let device = sizes
+                .iter()
+                .map(|&n| DeviceBuffer::<u8>::alloc_in(&gpu.ctx, n))
+                .collect::<Result<Vec<_>, _>>()?;
+            let staging = match column {
+                FrameColumn::Pageable | FrameColumn::PageableAsync => None,
+                FrameColumn::CopyIn | FrameColumn::Resident => Some(StagingBuffer::new()),
+                FrameColumn::CopyInLowLatency => {
+                    let mut s = StagingBuffer::new();
+                    s.set_low_latency(true);
+                    Some(s)
+                }
+            };
+            columns.push(ColumnBuffers {
+                device,
+                host: vec![0u8; max],
+                staging,
+            });
+        }
+        Ok(FrameLoop {
+            gpu,
+            sizes: sizes.to_vec(),
+            columns,
+            gaps: GapRunner::new(),
+        })
+    }
+
+    /// One transfer of `column` in `direction` at size index `i`, timed alone.
+    fn transfer(
+        &mut self,
+        column: FrameColumn,
+        direction: Direction,
+        i: usize,
+    ) -> Result<Duration, Error> {
+        let n = self.sizes[i];
+        let gpu = self.gpu;
+        let stream = &gpu.stream;
+        let ColumnBuffers {
+            device,
+            host,
+            staging,
+        } = &mut self.columns[column.index()];
+        let dev = &mut device[i];
+        let host = &mut host[..n];
+        let started = Instant::now();
+        match (column, direction) {
+            (FrameColumn::Pageable, Direction::HostToDevice) => dev.copy_from_host(black_box(host)),
+            (FrameColumn::Pageable, Direction::DeviceToHost) => dev.copy_to_host(black_box(host)),
+            (FrameColumn::PageableAsync, Direction::HostToDevice) => {
+                htod_pageable_async(dev, black_box(host), stream)
+            }
+            (FrameColumn::PageableAsync, Direction::DeviceToHost) => {
+                dtoh_pageable_async(black_box(host), dev, stream)
+            }
+            (FrameColumn::CopyIn | FrameColumn::CopyInLowLatency, dir) => {
+                let staging = staging.as_mut().expect("staging columns own a buffer");
+                match dir {
+                    Direction::HostToDevice => staging.upload(dev, black_box(host), stream),
+                    Direction::DeviceToHost => staging.download(black_box(host), dev, stream),
+                }
+            }
+            (FrameColumn::Resident, dir) => {
+                let staging = staging.as_mut().expect("staging columns own a buffer");
+                match dir {
+                    // The producer's writes into pinned memory are its own work.
+                    Direction::HostToDevice => {
+                        staging.upload_with(dev, n, stream, |dst: &mut [u8]| {
+                            black_box(dst);
+                        })
+                    }
+                    Direction::DeviceToHost => {
+                        staging.download_into(dev, n, stream).map(|landed| {
+                            black_box(landed);
+                        })
+                    }
+                }
+            }
+        }?;
+        Ok(started.elapsed())
+    }
+
+    /// Checks every column at every size, both ways, against a pattern that differs
+    /// per element, column, size and direction (never zero); pins and grows the
+    /// staging buffers on the way (largest size first, so each pins once) and
+    /// starts the copy pool. Afterwards waits [`LOW_LATENCY_QUIET`].
+    pub fn verify(&mut self) -> Result<(), String> {
+        let max = self.sizes.iter().copied().max().unwrap_or(0);
+        let mut expected = vec![0u8; max];
+        let mut seen = vec![0u8; max];
+        for i in (0..self.sizes.len()).rev() {
+            let n = self.sizes[i];
+            for column in FrameColumn::ALL {
+                let seed = (column.index() * 16 + i * 2) as u8;
+                for (direction, seed) in [
+                    (Direction::HostToDevice, seed),
+                    (Direction::DeviceToHost, seed + 1),
+                ] {
+                    fill_pattern(&mut expected[..n], seed);
+                    self.check_once(column, direction, i, &expected[..n], &mut seen[..n])
+                        .map_err(|e| {
+                            format!("{} {} {n} B: {e}", column.name(), direction.label())
+                        })?;
+                }
+            }
+        }
+        std::thread::sleep(LOW_LATENCY_QUIET);
+        Ok(())
+    }
+
+    /// Moves `expected` through `column` once and checks what landed, reading or
+    /// writing the device side through the plain synchronous path.
+    fn check_once(
+        &mut self,
+        column: FrameColumn,
+        direction: Direction,
+        i: usize,
+        expected: &[u8],
+        seen: &mut [u8],
+    ) -> Result<(), String> {
+        let n = expected.len();
+        let gpu = self.gpu;
+        let stream = &gpu.stream;
+        match direction {
+            Direction::HostToDevice => {
+                let c = &mut self.columns[column.index()];
+                if column == FrameColumn::Resident {
+                    let s = c.staging.as_mut().expect("staging columns own a buffer");
+                    s.upload_with(&mut c.device[i], n, stream, |dst: &mut [u8]| {
+                        dst.copy_from_slice(expected)
+                    })
+                    .map_err(|e| e.to_string())?;
+                } else {
+                    c.host[..n].copy_from_slice(expected);
+                    self.transfer(column, direction, i)
+                        .map_err(|e| e.to_string())?;
+                }
+                self.columns[column.index()].device[i]
+                    .copy_to_host(seen)
+                    .map_err(|e| format!("reading back: {e}"))?;
+            }
+            Direction::DeviceToHost => {
+                let c = &mut self.columns[column.index()];
+                c.device[i]
+                    .copy_from_host(expected)
+                    .map_err(|e| format!("writing the device: {e}"))?;
+                if column == FrameColumn::Resident {
+                    let s = c.staging.as_mut().expect("staging columns own a buffer");
+                    let landed = s
+                        .download_into(&c.device[i], n, stream)
+                        .map_err(|e| e.to_string())?;
+                    seen.copy_from_slice(landed);
+                } else {
+                    c.host[..n].fill(0);
+                    self.transfer(column, direction, i)
+                        .map_err(|e| e.to_string())?;
+                    seen.copy_from_slice(&self.columns[column.index()].host[..n]);
+                }
+            }
+        }
+        compare(seen, expected)
+    }
+
+    /// Pinned allocations of every staging column so far.
+    fn allocations(&self) -> u64 {
+        self.columns
+            .iter()
+            .filter_map(|c| c.staging.as_ref())
+            .map(|s| s.stats().allocations)
+            .sum()
+    }
+
+    /// Runs one frame-loop scenario over every size and both directions; returns a
+    /// record per cell and column. `progress` hears about each finished cell.
+    pub fn run(
+        &mut self,
+        scenario: Scenario,
+        settings: &FrameSettings,
+        mut progress: impl FnMut(&str),
+    ) -> Result<Vec<FrameRecord>, String> {
+        let gap = scenario.gap().ok_or("not a frame-loop scenario")?;
+        let reps = settings.reps(gap);
+        let pinned_before = self.allocations();
+        let mut records = Vec::new();
+        for i in 0..self.sizes.len() {
+            let bytes = self.sizes[i];
+            for direction in Direction::ALL {
+                let mut samples: Vec<Vec<Duration>> = (0..FrameColumn::ALL.len())
+                    .map(|_| Vec::with_capacity(reps))
+                    .collect();
+                let mut cell = |me: &mut Self, columns: &[FrameColumn]| -> Result<(), String> {
+                    for rep in 0..settings.warmup_reps + reps {
+                        for &column in columns {
+                            me.gaps.wait(gap);
+                            let t = me.transfer(column, direction, i).map_err(|e| {
+                                format!(
+                                    "{} {} {} {bytes} B: {e}",
+                                    scenario.name(),
+                                    column.name(),
+                                    direction.label()
+                                )
+                            })?;
+                            if rep >= settings.warmup_reps {
+                                samples[column.index()].push(t);
+                            }
+                        }
+                    }
+                    Ok(())
+                };
+                cell(self, &FrameColumn::INTERLEAVED)?;
+                cell(self, &FrameColumn::ALONE)?;
+                std::thread::sleep(LOW_LATENCY_QUIET);
+                for column in FrameColumn::ALL {
+                    let s = Summary::of(&mut samples[column.index()]).ok_or("no samples")?;
+                    records.push(FrameRecord::new(
+                        scenario.name(),
+                        direction,
+                        bytes,
+                        column,
+                        &s,
+                    ));
+                }
+                progress(&format!(
+                    "{} {} {bytes} B",
+                    scenario.name(),
+                    direction.label()
+                ));
+            }
+        }
+        let pinned = self.allocations() - pinned_before;
+        if pinned != 0 {
+            eprintln!(
+                "frames: WARNING: {}: the staging buffers pinned memory {pinned} time(s) while timing",
+                scenario.name()
+            );
+        }
+        Ok(records)
+    }
+}

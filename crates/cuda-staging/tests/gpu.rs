@@ -1487,7 +1487,6 @@ fn calibrate_measures_both_directions_and_keeps_counters() {
             .collect();
         assert!(!samples.is_empty(), "{direction:?}: no samples");
         for s in &samples {
-            assert!(s.bytes > 0);
             assert!(
                 s.staged_us.is_finite() && s.staged_us > 0.0,
                 "{direction:?} {s:?}"
@@ -1508,6 +1507,19 @@ fn calibrate_measures_both_directions_and_keeps_counters() {
             "{direction:?}: threshold {threshold} is none of MAX, 0 or a timed size"
         );
         assert_eq!(staging.stage_max_bytes(direction), threshold);
+        let lower = match direction {
+            Direction::HostToDevice => cal.upload_stage_min_bytes,
+            Direction::DeviceToHost => cal.download_stage_min_bytes,
+        };
+        assert!(
+            lower == 0 || samples.iter().any(|s| s.bytes == lower),
+            "{direction:?}: lower bound {lower} is neither 0 nor a timed size"
+        );
+        assert!(
+            lower <= threshold,
+            "{direction:?}: bounds {lower}..={threshold}"
+        );
+        assert_eq!(staging.stage_min_bytes(direction), lower);
     }
 
     let after = staging.stats();
@@ -1516,7 +1528,18 @@ fn calibrate_measures_both_directions_and_keeps_counters() {
         transfer_counters(&before),
         "calibration must not show in the transfer counters"
     );
-    assert!(after.allocations >= before.allocations);
+    // The staged runs grew the pinned buffer from the 192 KiB the 150528-byte
+    // transfers pinned to the 8 MiB window, by the growth policy (at least the
+    // request, at least 1.5x, in 64 KiB steps): 256 KiB pins 320 KiB, then 1, 4 and
+    // 8 MiB (16 MiB streams through the window). Those four allocations are counted.
+    assert_eq!(before.allocations, 1, "{before:?}");
+    assert_eq!(
+        after.allocations,
+        before.allocations + 4,
+        "calibration's pinned allocations: {before:?} -> {after:?}"
+    );
+    assert_eq!(staging.capacity(), PIPELINE_WINDOW_BYTES);
+    assert_eq!(after.peak_capacity_bytes, PIPELINE_WINDOW_BYTES);
 
     // Transfers still work, on whatever route calibration chose.
     for bytes in [150_528, 4_915_200] {

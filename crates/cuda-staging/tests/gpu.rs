@@ -660,40 +660,124 @@ fn ordering_host_registration_host_side() {
     }
 }
 
+/// The routing configurations of [`ordering_on_both_sides_of_every_routing_bound`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Routing {
+    /// `StagingBuffer::new()`: uploads under 32 KiB to the driver, the rest staged;
+    /// uploads pipelined over 1 MiB, downloads over 256 KiB, through an 8 MiB window.
+    Default,
+    /// `set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES)`: staged up to 512 KiB,
+    /// the driver above, both directions.
+    Seed,
+    /// Default routing with `set_pipeline_chunk_bytes(64 KiB)`: every staged transfer
+    /// over 64 KiB is pipelined, and past 512 KiB the 8 slots are reused.
+    Chunk64K,
+}
+
+/// Sizes on both sides of every bound of `routing`, per direction.
+fn bound_sizes(routing: Routing, direction: Direction) -> Vec<usize> {
+    match (routing, direction) {
+        // The lower bound (32 KiB), the cold split (64 KiB), the pipelining bound
+        // (1 MiB), the window (8 MiB).
+        (Routing::Default, Direction::HostToDevice) => vec![
+            32 * KIB - 1,
+            32 * KIB,
+            64 * KIB - 1,
+            64 * KIB,
+            MIB,
+            MIB + 1,
+            PIPELINE_WINDOW_BYTES,
+            PIPELINE_WINDOW_BYTES + 1,
+        ],
+        // No lower bound; the pipelining bound (256 KiB), the window.
+        (Routing::Default, Direction::DeviceToHost) => vec![
+            4,
+            256 * KIB,
+            256 * KIB + 1,
+            PIPELINE_WINDOW_BYTES,
+            PIPELINE_WINDOW_BYTES + 1,
+        ],
+        (Routing::Seed, _) => vec![
+            4,
+            DEFAULT_AUTO_STAGE_MAX_BYTES,
+            DEFAULT_AUTO_STAGE_MAX_BYTES + 1,
+        ],
+        (Routing::Chunk64K, _) => vec![64 * KIB, 64 * KIB + 1, 512 * KIB + 1, 8 * MIB + 3],
+    }
+}
+
+/// The route the documented rules give a pageable transfer.
+fn expected_route(routing: Routing, direction: Direction, bytes: usize) -> Route {
+    let staged = match routing {
+        Routing::Default | Routing::Chunk64K => {
+            bytes >= cuda_staging::DEFAULT_STAGE_MIN_BYTES.get(direction)
+        }
+        Routing::Seed => bytes <= DEFAULT_AUTO_STAGE_MAX_BYTES,
+    };
+    if staged {
+        Route::Staged
+    } else {
+        Route::Direct
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
-fn ordering_with_the_seed_threshold_on_both_sides_of_it() {
-    // The same tensor just below and just above 512 KiB: changing its size must not
-    // change ordering (it changes the route).
+fn ordering_on_both_sides_of_every_routing_bound() {
+    // Semantic 2: changing a tensor's size never changes ordering. Before each
+    // transfer, about 1 ms of device-to-device copies and then a memset of the
+    // device buffer are queued on the stream: a download must see the memset, an
+    // upload must land after it (the memset must not overwrite it), and the call
+    // must return with nothing left running on the stream (semantic 1).
     let (_ctx, stream) = gpu();
     let mut busy = Busy::new();
-    let mut staging = StagingBuffer::new();
-    staging.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES);
-    for (bytes, route) in [
-        (DEFAULT_AUTO_STAGE_MAX_BYTES, Route::Staged),
-        (DEFAULT_AUTO_STAGE_MAX_BYTES + 4, Route::Direct),
-    ] {
-        let what = format!("{bytes} B");
-        let mut dev = device_with::<u8>(bytes, seed());
-        busy.queue(&stream);
-        memset_async(&mut dev, VALUE_AFTER_BUSY, &stream);
-        let mut host = pattern::<u8>(bytes, seed());
-        let before = staging.stats();
-        staging
-            .download(&mut host, &dev, &stream)
-            .expect("download");
-        check_all_eq(&format!("download {what}"), &host, VALUE_AFTER_BUSY);
-        assert_counted(&what, before, staging.stats(), route, 0, bytes);
-
-        let s = seed();
-        let src = pattern::<u8>(bytes, s);
-        busy.queue(&stream);
-        memset_async(&mut dev, STALE_VALUE, &stream);
-        let before = staging.stats();
-        staging.upload(&mut dev, &src, &stream).expect("upload");
-        stream.synchronize().expect("synchronize");
-        check(&format!("upload {what}"), &device_contents(&dev), s);
-        assert_counted(&what, before, staging.stats(), route, bytes, 0);
+    let mut case = 0u8;
+    for routing in [Routing::Default, Routing::Seed, Routing::Chunk64K] {
+        let mut staging = StagingBuffer::new();
+        match routing {
+            Routing::Default => {}
+            Routing::Seed => staging.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES),
+            Routing::Chunk64K => staging.set_pipeline_chunk_bytes(64 * KIB),
+        }
+        for direction in [Direction::HostToDevice, Direction::DeviceToHost] {
+            for bytes in bound_sizes(routing, direction) {
+                let route = expected_route(routing, direction, bytes);
+                let what = format!("{routing:?} routing, {direction:?} {bytes} B ({route:?})");
+                assert_eq!(
+                    staging.stages(direction, bytes),
+                    route == Route::Staged,
+                    "{what}: stages() disagrees with the documented rule"
+                );
+                let mut dev = device_with::<u8>(bytes, seed());
+                let before = staging.stats();
+                case = case.wrapping_add(1);
+                if direction == Direction::DeviceToHost {
+                    // A value no earlier case left anywhere.
+                    let value = 0x40u8.wrapping_add(case);
+                    let mut host = pattern::<u8>(bytes, seed());
+                    busy.queue(&stream);
+                    memset_async(&mut dev, value, &stream);
+                    staging.download(&mut host, &dev, &stream).expect(&what);
+                    assert_stream_idle(&what, &stream);
+                    check_all_eq(&what, &host, value);
+                    assert_counted(&what, before, staging.stats(), route, 0, bytes);
+                } else {
+                    let s = seed();
+                    let src = pattern::<u8>(bytes, s);
+                    busy.queue(&stream);
+                    memset_async(&mut dev, STALE_VALUE, &stream);
+                    staging.upload(&mut dev, &src, &stream).expect(&what);
+                    assert_stream_idle(&what, &stream);
+                    check(&what, &device_contents(&dev), s);
+                    assert_counted(&what, before, staging.stats(), route, bytes, 0);
+                }
+            }
+        }
+        assert!(
+            staging.capacity() <= PIPELINE_WINDOW_BYTES,
+            "{routing:?}: the convenience path pinned {} B",
+            staging.capacity()
+        );
     }
 }
 

@@ -25,8 +25,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use common::*;
 use cuda_staging::{
-    DeviceBuffer, Direction, Error, HostRegistration, PinnedBuffer, StagingBuffer, StagingStats,
-    Stream, DEFAULT_AUTO_STAGE_MAX_BYTES, PIPELINE_WINDOW_BYTES,
+    Context, DeviceBuffer, Direction, Error, HostRegistration, PinnedBuffer, StagingBuffer,
+    StagingStats, Stream, DEFAULT_AUTO_STAGE_MAX_BYTES, PIPELINE_WINDOW_BYTES,
 };
 
 const KIB: usize = 1 << 10;
@@ -1027,6 +1027,227 @@ fn interior_slices_of_page_locked_memory_are_dmad_directly() {
         0,
         n,
     );
+}
+
+/// Granularity of the registrations below: a multiple of every host page size.
+const LOCK_BLOCK: usize = 64 * KIB;
+
+/// `blocks` blocks of [`LOCK_BLOCK`] bytes of leaked memory, starting on a block
+/// boundary, holding a pattern, with the block ranges `locked` page-locked for the
+/// rest of the process: memory page-locked by someone else (another library's
+/// pinned allocator), which `upload` / `download` only learn about from the driver.
+///
+/// Each range is registered through a `HostRegistration` whose guard is then
+/// forgotten: the memory stays registered, and with the guard's borrow over, slices
+/// across several registrations and the gaps between them can be taken. Safe code,
+/// and sound here: nothing is queued on the memory, and it is leaked, so never freed
+/// while registered. The slack before and after the blocks is never registered, so
+/// registrations of tests running in parallel never share a page with these.
+fn foreign_locked(
+    ctx: &Context,
+    blocks: usize,
+    locked: &[std::ops::Range<usize>],
+) -> &'static mut [u8] {
+    let all: &'static mut [u8] = Box::leak(vec![0u8; (blocks + 2) * LOCK_BLOCK].into_boxed_slice());
+    let off = all.as_ptr().align_offset(LOCK_BLOCK);
+    let region = &mut all[off..off + blocks * LOCK_BLOCK];
+    fill_pattern(region, seed());
+    for r in locked {
+        let bytes = &mut region[r.start * LOCK_BLOCK..r.end * LOCK_BLOCK];
+        std::mem::forget(HostRegistration::new(ctx, bytes).expect("HostRegistration::new"));
+    }
+    region
+}
+
+/// Uploads `region[range]` and downloads into it with a fresh `StagingBuffer` (no
+/// page-lock answer remembered from an earlier transfer), checking the data, the
+/// bytes of `region` outside `range`, and that each transfer took `route`.
+fn round_trip_slice(
+    what: &str,
+    region: &mut [u8],
+    range: std::ops::Range<usize>,
+    route: Route,
+    stream: &Stream,
+) {
+    let bytes = range.len();
+    let mut dev = device_with::<u8>(bytes, seed());
+
+    let s = seed();
+    fill_pattern(&mut region[range.clone()], s);
+    let mut staging = StagingBuffer::new();
+    staging
+        .upload(&mut dev, &region[range.clone()], stream)
+        .expect(what);
+    check(&format!("upload {what}"), &device_contents(&dev), s);
+    assert_counted(
+        &format!("upload {what}"),
+        StagingStats::default(),
+        staging.stats(),
+        route,
+        bytes,
+        0,
+    );
+
+    let s = seed();
+    set_device(&mut dev, s);
+    let outside = seed();
+    fill_pattern(region, outside);
+    let mut staging = StagingBuffer::new();
+    staging
+        .download(&mut region[range.clone()], &dev, stream)
+        .expect(what);
+    check(&format!("download {what}"), &region[range.clone()], s);
+    check(
+        &format!("download {what}: before the slice"),
+        &region[..range.start],
+        outside,
+    );
+    check_at(
+        &format!("download {what}: after the slice"),
+        &region[range.end..],
+        range.end,
+        outside,
+    );
+    assert_counted(
+        &format!("download {what}"),
+        StagingStats::default(),
+        staging.stats(),
+        route,
+        0,
+        bytes,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn page_locked_ranges_end_where_the_registration_ends() {
+    // The range rule (routing.rs): a host slice is DMA'd straight from or into only
+    // when all of it lies in one page-locked block (one allocation or registration);
+    // anything else is staged. Blocks of 64 KiB: 0 pageable, 1-2 registered (A), 3 a
+    // pageable gap, 4 registered (B), 5 registered separately right after B (C),
+    // 6-7 pageable.
+    let (ctx, stream) = gpu();
+    let region = foreign_locked(&ctx, 8, &[1..3, 4..5, 5..6]);
+    let b = LOCK_BLOCK;
+    let cases: [(&str, std::ops::Range<usize>, Route); 9] = [
+        ("all of A", b..3 * b, Route::PinnedSource),
+        (
+            "inside A, odd ends",
+            b + 101..3 * b - 99,
+            Route::PinnedSource,
+        ),
+        ("all of B", 4 * b..5 * b, Route::PinnedSource),
+        (
+            "the end of A and a block past it",
+            2 * b..4 * b,
+            Route::Staged,
+        ),
+        (
+            "the end of A and one byte past it",
+            2 * b..3 * b + 1,
+            Route::Staged,
+        ),
+        ("a block before A and its start", 0..2 * b, Route::Staged),
+        ("A, the gap and B", b..5 * b, Route::Staged),
+        ("B and C, side by side", 4 * b..6 * b, Route::Staged),
+        ("pageable blocks only", 6 * b..8 * b, Route::Staged),
+    ];
+    for (what, range, route) in cases {
+        round_trip_slice(what, region, range, route, &stream);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn page_locked_detection_follows_the_registration() {
+    // PinnedBuffer memory and a live HostRegistration are DMA'd straight from; an
+    // ordinary Vec, and the same memory once unregistered, are staged.
+    let (ctx, stream) = gpu();
+    let n = 3 * LOCK_BLOCK / 4;
+    let bytes = n * 4;
+    let mut dev = device_with::<f32>(n, seed());
+    let transfer =
+        |staging: &mut StagingBuffer, host: &mut [f32], dev: &mut DeviceBuffer<f32>, what: &str| {
+            let s = seed();
+            fill_pattern(host, s);
+            staging.upload(dev, host, &stream).expect(what);
+            check(&format!("upload {what}"), &device_contents(dev), s);
+            let s = seed();
+            set_device(dev, s);
+            staging.download(host, dev, &stream).expect(what);
+            check(&format!("download {what}"), host, s);
+        };
+
+    let mut pinned = PinnedBuffer::<f32>::alloc(n).expect("PinnedBuffer::alloc");
+    let mut staging = StagingBuffer::new();
+    transfer(&mut staging, &mut pinned, &mut dev, "PinnedBuffer");
+    assert_eq!(
+        staging.stats().pinned_source_transfers,
+        2,
+        "PinnedBuffer: {:?}",
+        staging.stats()
+    );
+    assert_eq!(
+        staging.stats().allocations,
+        0,
+        "nothing to stage, nothing pinned"
+    );
+
+    let (mut v, off) = registrable::<f32>(n);
+    let mut staging = StagingBuffer::new();
+    transfer(&mut staging, &mut v[off..off + n], &mut dev, "a Vec");
+    assert_eq!(
+        staging.stats().staged_transfers,
+        2,
+        "a Vec: {:?}",
+        staging.stats()
+    );
+
+    for round in 0..2 {
+        let what = format!("a registered Vec, round {round}");
+        let mut reg =
+            HostRegistration::new(&ctx, &mut v[off..off + n]).expect("HostRegistration::new");
+        let mut staging = StagingBuffer::new();
+        transfer(&mut staging, &mut reg, &mut dev, &what);
+        assert_eq!(
+            staging.stats().pinned_source_transfers,
+            2,
+            "{what}: {:?}",
+            staging.stats()
+        );
+        reg.unregister().expect("unregister");
+
+        // Once unregistered (and registrable again, next round), it is pageable.
+        let what = format!("the same Vec unregistered, round {round}");
+        let mut staging = StagingBuffer::new();
+        transfer(&mut staging, &mut v[off..off + n], &mut dev, &what);
+        assert_eq!(
+            staging.stats().staged_transfers,
+            2,
+            "{what}: {:?}",
+            staging.stats()
+        );
+        assert_eq!(staging.stats().bytes_uploaded, bytes as u64);
+    }
+
+    // A buffer that saw the memory registered may remember that answer for a while
+    // (routing.rs keeps the last answer per direction): the driver's copy it then
+    // uses handles pageable memory too, so the data must arrive either way.
+    let mut staging = StagingBuffer::new();
+    {
+        let mut reg =
+            HostRegistration::new(&ctx, &mut v[off..off + n]).expect("HostRegistration::new");
+        transfer(&mut staging, &mut reg, &mut dev, "registered, remembered");
+    }
+    for k in 0..3 {
+        transfer(
+            &mut staging,
+            &mut v[off..off + n],
+            &mut dev,
+            &format!("unregistered, remembered answer {k}"),
+        );
+    }
+    assert_eq!(staging.stats().transfers(), 8);
 }
 
 // ---------------------------------------------------------------------------------

@@ -25,8 +25,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use common::*;
 use cuda_staging::{
-    Context, DeviceBuffer, Direction, Error, HostRegistration, PinnedBuffer, StagingBuffer,
-    StagingStats, Stream, DEFAULT_AUTO_STAGE_MAX_BYTES, PIPELINE_WINDOW_BYTES,
+    default_copy_threads, pool_threads, pool_threads_started, Context, DeviceBuffer, Direction,
+    Error, HostRegistration, PinnedBuffer, StagingBuffer, StagingStats, Stream,
+    DEFAULT_AUTO_STAGE_MAX_BYTES, PIPELINE_WINDOW_BYTES,
 };
 
 const KIB: usize = 1 << 10;
@@ -1982,4 +1983,191 @@ fn a_buffer_moved_to_another_thread_keeps_working() {
     check("download_into back on the first thread", got, s);
     assert_eq!(staging.stats().allocations, 1);
     assert_eq!(staging.stats().staged_transfers, 4);
+}
+
+/// Uploads and downloads `bytes / size_of::<T>()` elements of `T` with `staging` on
+/// `stream`, checking every element; `together` is waited on before each transfer,
+/// so that the threads sharing it transfer at the same time (the caller holds a
+/// member guard of it).
+fn round_trips_in_step<T: Pattern>(
+    who: &str,
+    staging: &mut StagingBuffer,
+    stream: &Stream,
+    together: &Lockstep,
+    sizes: &[usize],
+    rounds: usize,
+) {
+    for round in 0..rounds {
+        for &bytes in sizes {
+            let n = bytes / size_of::<T>();
+            let what = format!("{who}, round {round}, {n} x {}", std::any::type_name::<T>());
+            let mut dev = DeviceBuffer::<T>::alloc_in(stream.context(), n).expect("alloc_in");
+            let s = seed();
+            let src = pattern::<T>(n, s);
+            together.wait();
+            staging.upload(&mut dev, &src, stream).expect(&what);
+            check(&format!("upload {what}"), &device_contents(&dev), s);
+
+            let s = seed();
+            set_device(&mut dev, s);
+            let mut host = pattern::<T>(n, seed());
+            together.wait();
+            staging.download(&mut host, &dev, stream).expect(&what);
+            check(&format!("download {what}"), &host, s);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn two_buffers_transferring_at_the_same_time_both_land_intact() {
+    // Two buffers share the process-wide copy pool: their large host copies run at
+    // the same time, each split over the free workers, and neither may see the
+    // other's bytes. Once with a stream per thread, once with both on one stream.
+    let (ctx, shared) = gpu();
+    const SIZES: [usize; 4] = [150_528, 4_915_200, 17 * MIB + 4, 2 * MIB + 4];
+    for one_stream in [false, true] {
+        let together = Lockstep::new(2);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..2)
+                .map(|t| {
+                    let (ctx, shared, together) = (&ctx, &shared, &together);
+                    scope.spawn(move || {
+                        let _member = together.member();
+                        let own;
+                        let stream = if one_stream {
+                            shared
+                        } else {
+                            own = Stream::new(ctx).expect("Stream::new");
+                            &own
+                        };
+                        let who = format!("thread {t}, one stream: {one_stream}");
+                        let mut staging = StagingBuffer::new();
+                        staging.set_copy_threads(default_copy_threads().max(2));
+                        if t == 0 {
+                            round_trips_in_step::<u8>(
+                                &who,
+                                &mut staging,
+                                stream,
+                                together,
+                                &SIZES,
+                                3,
+                            );
+                        } else {
+                            round_trips_in_step::<f32>(
+                                &who,
+                                &mut staging,
+                                stream,
+                                together,
+                                &SIZES,
+                                3,
+                            );
+                        }
+                        assert_eq!(staging.stats().staged_transfers, 2 * 3 * SIZES.len() as u64);
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join()
+                    .expect("a transferring thread failed (see its panic above)");
+            }
+        });
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn copy_threads_stay_bounded_with_eight_concurrent_buffers() {
+    // One process-wide pool: however many buffers copy at once, the threads named
+    // staging-copy-* and staging-sched are the pool's, started once, never more than
+    // the cores, never restarted.
+    let (ctx, stream) = gpu();
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let copy_threads = default_copy_threads().max(2);
+
+    // Start the pool (if no other test did): a staged copy that wants helpers.
+    let n = 4 * MIB;
+    let mut dev = DeviceBuffer::<u8>::alloc(n).expect("alloc");
+    let mut staging = StagingBuffer::new();
+    staging.set_copy_threads(copy_threads);
+    let s = seed();
+    staging
+        .upload(&mut dev, &pattern(n, s), &stream)
+        .expect("upload");
+    check("the upload that starts the pool", &device_contents(&dev), s);
+    let started = pool_threads_started();
+    assert_eq!(
+        started,
+        pool_threads() + 1,
+        "the pool's workers and its scheduler"
+    );
+    assert!(
+        started <= cores.max(2),
+        "{started} pool threads on {cores} cores"
+    );
+    let before = pool_tasks();
+    let tids = |v: &[TaskInfo]| v.iter().map(|t| t.tid).collect::<Vec<_>>();
+    assert_eq!(before.len(), started, "threads named staging-*: {before:?}");
+
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let together = Lockstep::new(8);
+    let samples = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut samples = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                samples.push(pool_tasks());
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            }
+            samples
+        });
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let (ctx, together) = (&ctx, &together);
+                scope.spawn(move || {
+                    let _member = together.member();
+                    let stream = Stream::new(ctx).expect("Stream::new");
+                    let mut staging = StagingBuffer::new();
+                    staging.set_copy_threads(copy_threads);
+                    round_trips_in_step::<u8>(
+                        &format!("buffer {t} of 8"),
+                        &mut staging,
+                        &stream,
+                        together,
+                        &[4_915_200, 17 * MIB + 3],
+                        3,
+                    );
+                })
+            })
+            .collect();
+        let mut failed = 0;
+        for h in handles {
+            failed += usize::from(h.join().is_err());
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let samples = sampler.join().expect("sampler");
+        assert_eq!(
+            failed, 0,
+            "transferring threads failed (see their panics above)"
+        );
+        samples
+    });
+
+    assert!(!samples.is_empty());
+    for (k, sample) in samples.iter().enumerate() {
+        assert_eq!(
+            tids(sample),
+            tids(&before),
+            "sample {k} of {} during the transfers: the pool's threads changed \
+             ({} now, {started} started): {sample:?}",
+            samples.len(),
+            sample.len()
+        );
+    }
+    let after = pool_tasks();
+    assert_eq!(
+        tids(&after),
+        tids(&before),
+        "after the transfers: {after:?}"
+    );
+    assert_eq!(pool_threads_started(), started);
 }

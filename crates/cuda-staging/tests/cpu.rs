@@ -5,11 +5,10 @@
 //! calibration thresholds and host-copy kernels; these tests cover the public API
 //! as a user sees it without a device.
 
-use std::collections::HashSet;
-
 use cuda_staging::{
-    default_copy_threads, Direction, Error, StagingBuffer, StagingStats,
-    DEFAULT_AUTO_STAGE_MAX_BYTES, PIPELINE_WINDOW_BYTES,
+    default_copy_threads, pool_threads, pool_threads_started, Direction, Error, StagingBuffer,
+    StagingStats, DEFAULT_AUTO_STAGE_MAX_BYTES, DEFAULT_STAGE_MIN_BYTES, MAX_COPY_THREADS,
+    PIPELINE_WINDOW_BYTES,
 };
 
 static_assertions::assert_impl_all!(StagingBuffer: Send, Default, std::fmt::Debug);
@@ -32,7 +31,6 @@ static_assertions::assert_impl_all!(
     std::hash::Hash
 );
 static_assertions::assert_not_impl_any!(StagingBuffer: Clone, Copy);
-static_assertions::const_assert_eq!(DEFAULT_AUTO_STAGE_MAX_BYTES, 512 * 1024);
 
 /// What a call that needs a current context answers without one: no driver here
 /// (`DriverNotFound`), a driver but `cuInit` not called in this process
@@ -62,11 +60,53 @@ fn new_pins_nothing_and_has_the_documented_defaults() {
 }
 
 #[test]
-fn default_copy_threads_is_half_the_cores_within_one_to_sixteen() {
-    let n = default_copy_threads();
-    assert!((1..=16).contains(&n), "{n}");
+fn default_copy_threads_fit_the_shared_pool() {
+    // A buffer's copy is split over the calling thread and the pool's free workers, so
+    // asking for more threads than the pool has plus the caller would only add parts
+    // that wait for a worker; and the pool itself (workers plus its scheduler) never
+    // has more threads than the machine has cores.
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    assert_eq!(n, (cores / 2).clamp(1, 16));
+    let n = default_copy_threads();
+    assert!(n >= 1, "{n}");
+    assert!(
+        n <= pool_threads() + 1,
+        "{n} default copy threads, but the pool has {} workers (plus the caller)",
+        pool_threads()
+    );
+    assert!(n <= MAX_COPY_THREADS);
+    assert!(
+        pool_threads() < cores.max(2),
+        "{} workers plus the scheduler on {cores} cores",
+        pool_threads()
+    );
+    assert_eq!(StagingBuffer::new().copy_threads(), n);
+}
+
+#[test]
+fn buffers_and_their_settings_start_no_thread() {
+    // The pool starts at the first copy that wants helpers, never before; nothing in
+    // this binary transfers, so no buffer, setter or failed reserve starts it.
+    let mut buffers: Vec<StagingBuffer> = (0..100).map(|_| StagingBuffer::new()).collect();
+    for s in &mut buffers {
+        s.set_copy_threads(8);
+        s.set_low_latency(true);
+        s.set_pipeline_chunk_bytes(1 << 20);
+        let _ = s.reserve(4096); // no context here: an error
+        s.set_low_latency(false);
+    }
+    assert_eq!(pool_threads_started(), 0);
+    let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                .map(|c| c.trim_end().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        !names.iter().any(|n| n.starts_with("staging-")),
+        "threads of this process: {names:?}"
+    );
 }
 
 #[test]
@@ -111,68 +151,81 @@ fn copy_threads_setter() {
     for n in [1, 2, 4, 8, 16] {
         s.set_copy_threads(n);
         assert_eq!(s.copy_threads(), n);
-        s.set_copy_threads(n); // the same value again is a no-op
-        assert_eq!(s.copy_threads(), n);
     }
+    s.set_copy_threads(usize::MAX);
+    assert_eq!(
+        s.copy_threads(),
+        MAX_COPY_THREADS,
+        "at most MAX_COPY_THREADS"
+    );
     assert_eq!(s.capacity(), 0);
 }
 
 #[test]
-fn direction_is_a_plain_value() {
-    let all: HashSet<Direction> = [
-        Direction::HostToDevice,
-        Direction::DeviceToHost,
-        Direction::HostToDevice,
-    ]
-    .into_iter()
-    .collect();
-    assert_eq!(all.len(), 2);
-    let d = Direction::HostToDevice;
-    let copy = d;
-    assert_eq!(d, copy);
-    assert_ne!(Direction::HostToDevice, Direction::DeviceToHost);
-    assert_eq!(format!("{:?}", Direction::DeviceToHost), "DeviceToHost");
+fn transfers_counts_every_route_once() {
+    let st = StagingStats {
+        staged_transfers: 2,
+        direct_transfers: 3,
+        pinned_source_transfers: 5,
+        // Not transfers.
+        allocations: 7,
+        bytes_uploaded: 11,
+        bytes_downloaded: 13,
+        peak_capacity_bytes: 17,
+    };
+    assert_eq!(st.transfers(), 10);
 }
 
 #[test]
-fn staging_stats_default_copy_and_equality() {
-    let zero = StagingStats::default();
-    assert_eq!(zero.allocations, 0);
-    assert_eq!(zero.staged_transfers, 0);
-    assert_eq!(zero.direct_transfers, 0);
-    assert_eq!(zero.pinned_source_transfers, 0);
-    assert_eq!(zero.bytes_uploaded, 0);
-    assert_eq!(zero.bytes_downloaded, 0);
-    assert_eq!(zero.peak_capacity_bytes, 0);
+fn default_routing_stages_by_direction_and_the_seed_routing_clears_the_lower_bound() {
+    let mut s = StagingBuffer::new();
+    let (up, down) = (Direction::HostToDevice, Direction::DeviceToHost);
+    assert_eq!(s.stage_min_bytes(up), DEFAULT_STAGE_MIN_BYTES.upload);
+    assert_eq!(s.stage_min_bytes(down), DEFAULT_STAGE_MIN_BYTES.download);
+    let min_up = DEFAULT_STAGE_MIN_BYTES.upload;
+    assert!(min_up > 0, "small uploads go to the driver by default");
+    assert!(!s.stages(up, min_up - 1));
+    assert!(s.stages(up, min_up));
+    assert!(s.stages(up, usize::MAX), "no upper bound by default");
+    assert_eq!(
+        DEFAULT_STAGE_MIN_BYTES.download, 0,
+        "downloads stage at every size"
+    );
+    assert!(s.stages(down, 1));
+    assert!(s.stages(down, usize::MAX));
 
-    let a = StagingStats {
-        allocations: 1,
-        staged_transfers: 2,
-        direct_transfers: 3,
-        pinned_source_transfers: 4,
-        bytes_uploaded: 5,
-        bytes_downloaded: 6,
-        peak_capacity_bytes: 7,
-    };
-    let b = a; // Copy: `a` is still usable
-    assert_eq!(a, b);
-    assert_eq!(a.transfers(), 2 + 3 + 4);
-    let mut c = a;
-    c.bytes_downloaded += 1;
-    assert_ne!(a, c);
-    assert_ne!(a, zero);
-    let dbg = format!("{a:?}");
-    for field in [
-        "allocations",
-        "staged_transfers",
-        "direct_transfers",
-        "pinned_source_transfers",
-        "bytes_uploaded",
-        "bytes_downloaded",
-        "peak_capacity_bytes",
-    ] {
-        assert!(dbg.contains(field), "{dbg} lacks {field}");
+    // The seed's routing: every size up to 512 KiB staged, nothing above, both ways.
+    s.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES);
+    for d in [up, down] {
+        assert_eq!(s.stage_min_bytes(d), 0, "{d:?}");
+        assert!(s.stages(d, 1), "{d:?}");
+        assert!(s.stages(d, DEFAULT_AUTO_STAGE_MAX_BYTES), "{d:?}");
+        assert!(!s.stages(d, DEFAULT_AUTO_STAGE_MAX_BYTES + 1), "{d:?}");
     }
+
+    // Per-direction bounds.
+    s.set_stage_min_bytes(up, 1000);
+    assert_eq!(s.stage_min_bytes(up), 1000);
+    assert_eq!(s.stage_min_bytes(down), 0);
+    assert!(!s.stages(up, 999) && s.stages(up, 1000));
+    assert!(s.stages(down, 999));
+}
+
+#[test]
+fn low_latency_setter_round_trips() {
+    let mut s = StagingBuffer::new();
+    assert!(!s.low_latency(), "off by default");
+    s.set_low_latency(true);
+    assert!(s.low_latency());
+    s.set_low_latency(true);
+    assert!(s.low_latency());
+    s.set_low_latency(false);
+    assert!(!s.low_latency());
+    // Nothing pinned or counted, and other settings untouched.
+    assert_eq!(s.capacity(), 0);
+    assert_eq!(s.stats(), StagingStats::default());
+    assert_eq!(s.copy_threads(), default_copy_threads());
+    assert!(format!("{s:?}").contains("low_latency: false"), "{s:?}");
 }
 
 #[test]
@@ -215,25 +268,13 @@ fn shrink_and_reset_on_an_empty_buffer() {
 #[test]
 fn debug_shows_capacity_routing_and_stats() {
     let mut s = StagingBuffer::new();
-    s.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES);
+    s.set_auto_stage_max_bytes(123_457);
+    s.set_copy_threads(3);
     let dbg = format!("{s:?}");
     assert!(dbg.starts_with("StagingBuffer"), "{dbg}");
-    for part in ["capacity: 0", "524288", "copy_threads", "stats"] {
+    for part in ["capacity: 0", "123457", "copy_threads: 3", "stats"] {
         assert!(dbg.contains(part), "{dbg} lacks {part}");
     }
-}
-
-#[test]
-fn buffer_moves_to_another_thread() {
-    let mut s = StagingBuffer::new();
-    s.set_auto_stage_max_bytes(42);
-    let s = std::thread::spawn(move || {
-        assert_eq!(s.auto_stage_max_bytes(), 42);
-        s
-    })
-    .join()
-    .expect("thread");
-    assert_eq!(s.auto_stage_max_bytes(), 42);
 }
 
 /// `e` is `op`'s length mismatch (`host` source elements for `expected` destination

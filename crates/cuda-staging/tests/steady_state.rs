@@ -1,10 +1,12 @@
 //! GPU test: once warmed up, a steady loop of transfers through every
 //! `StagingBuffer` method makes no heap allocation, starts no thread and pins
-//! nothing more.
+//! nothing more: with one buffer, and with eight buffers in eight threads sharing
+//! the process-wide copy pool.
 //!
-//! Its own test binary, and the only test in it: the `#[global_allocator]` below
-//! counts every heap allocation of the whole process (every thread), so nothing else
-//! may run beside the measured loop. Allocations made by the CUDA driver itself
+//! Its own test binary, and the only test in it (the two scenarios run one after
+//! the other inside it): the `#[global_allocator]` below counts every heap
+//! allocation of the whole process (every thread), so nothing else may run beside
+//! the measured loops, not even the test harness starting another test. Allocations made by the CUDA driver itself
 //! (`malloc` from C) are not Rust heap allocations and are not counted; what is
 //! counted is everything this workspace, std and the test do.
 //!
@@ -19,13 +21,14 @@ mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use common::*;
 use cuda_staging::{
-    bytemuck, Context, DeviceBuffer, Direction, PinnedBuffer, StagingBuffer, Stream,
-    PIPELINE_WINDOW_BYTES,
+    bytemuck, default_copy_threads, pool_threads, pool_threads_started, Context, DeviceBuffer,
+    Direction, PinnedBuffer, StagingBuffer, StagingStats, Stream, PIPELINE_WINDOW_BYTES,
 };
 
 // ---------------------------------------------------------------------------------
@@ -86,12 +89,12 @@ fn counted<R>(slot: &mut u64, f: impl FnOnce() -> R) -> R {
     r
 }
 
-/// Threads of this process (entries of /proc/self/task). Allocates: call it only
-/// outside the measured region.
-fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .expect("read /proc/self/task")
-        .count()
+/// The ids of this process's threads (/proc/self/task). Comparing the sets before
+/// and after the measured region shows a thread started or ended in it; a Rust
+/// thread started and ended inside it would also show as heap allocations (the
+/// spawn allocates). Allocates: call it only outside the measured region.
+fn thread_ids() -> Vec<u32> {
+    tasks().iter().map(|t| t.tid).collect()
 }
 
 // ---------------------------------------------------------------------------------
@@ -100,8 +103,12 @@ fn threads() -> usize {
 
 /// Passes run (and checked) before the measurement starts.
 const WARM_UP_PASSES: usize = 1;
-/// Passes measured.
+/// Passes measured with one buffer.
 const STEADY_PASSES: usize = 50;
+/// Buffers (and threads) of the concurrent scenario.
+const THREADS: usize = 8;
+/// Passes measured in each of the [`THREADS`] threads.
+const THREADED_PASSES: usize = 10;
 
 /// Bytes of the f32 cases: the seed's three tensor shapes (112x112x3, 128x128x3,
 /// 640x640x3 f32).
@@ -285,13 +292,13 @@ fn check_last_pass<T: Pattern>(c: &Case<T>) {
     );
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
-fn steady_state_transfers_allocate_nothing_and_start_no_thread() {
-    let ctx = Context::new(0)
-        .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
-    let stream = Stream::new(&ctx).expect("Stream::new");
+/// A staging buffer set up as every scenario here uses it: default routing (which
+/// must stage the largest case both ways, for the ring path to run), and helpers
+/// from the process-wide copy pool (at least 2 threads, so the pool is used whatever
+/// the core count).
+fn staging_buffer() -> StagingBuffer {
     let mut staging = StagingBuffer::new();
+    staging.set_copy_threads(default_copy_threads().max(2));
     let largest = U8_BYTES[2];
     assert!(largest > PIPELINE_WINDOW_BYTES);
     assert!(
@@ -308,27 +315,108 @@ fn steady_state_transfers_allocate_nothing_and_start_no_thread() {
             staging.stage_max_bytes(Direction::DeviceToHost)
         ],
     );
+    staging
+}
 
-    let mut f32s: Vec<Case<f32>> = F32_BYTES.iter().map(|&b| Case::new(b)).collect();
-    let mut u8s: Vec<Case<u8>> = U8_BYTES.iter().map(|&b| Case::new(b)).collect();
-    let labels: Vec<String> = f32s
-        .iter()
-        .map(|c| c.label.clone())
-        .chain(u8s.iter().map(|c| c.label.clone()))
-        .collect();
+/// Every case of one scenario's buffer.
+struct Cases {
+    f32s: Vec<Case<f32>>,
+    u8s: Vec<Case<u8>>,
+    labels: Vec<String>,
+}
 
-    // Warm-up: first use of every method at every size (growth, events, copy threads).
+impl Cases {
+    fn new() -> Cases {
+        let f32s: Vec<Case<f32>> = F32_BYTES.iter().map(|&b| Case::new(b)).collect();
+        let u8s: Vec<Case<u8>> = U8_BYTES.iter().map(|&b| Case::new(b)).collect();
+        let labels = f32s
+            .iter()
+            .map(|c| c.label.clone())
+            .chain(u8s.iter().map(|c| c.label.clone()))
+            .collect();
+        Cases { f32s, u8s, labels }
+    }
+
+    fn pass(
+        &mut self,
+        staging: &mut StagingBuffer,
+        stream: &Stream,
+        allocs: &mut [[u64; CALLS.len()]; CASES],
+    ) -> Option<(usize, &'static str)> {
+        pass_all(&mut self.f32s, &mut self.u8s, staging, stream, allocs)
+    }
+
+    /// Full checks of the last pass (outside any measured region).
+    fn check_last_pass(&self) {
+        for c in &self.f32s {
+            check_last_pass(c);
+        }
+        for c in &self.u8s {
+            check_last_pass(c);
+        }
+    }
+}
+
+/// What `passes` steady passes must have counted, from `warm` to `now`.
+fn check_steady_stats(who: &str, warm: StagingStats, now: StagingStats, passes: usize) {
+    assert_eq!(
+        now.allocations, warm.allocations,
+        "{who}: pinned memory was allocated during the steady-state passes"
+    );
+    assert_eq!(
+        now.peak_capacity_bytes, warm.peak_capacity_bytes,
+        "{who}: the pinned capacity grew"
+    );
+    let transfers = (passes * CASES * CALLS.len()) as u64;
+    assert_eq!(
+        now.transfers() - warm.transfers(),
+        transfers,
+        "{who}: every steady-state transfer is counted once"
+    );
+    let bytes: usize = F32_BYTES.iter().chain(&U8_BYTES).sum();
+    let moved = (passes * bytes * 3) as u64;
+    assert_eq!(now.bytes_uploaded - warm.bytes_uploaded, moved, "{who}");
+    assert_eq!(now.bytes_downloaded - warm.bytes_downloaded, moved, "{who}");
+}
+
+/// The threads around a measured region: none started or ended in it, and the copy
+/// pool is the one pool of [`pool_threads`] workers plus its scheduler.
+fn check_threads(who: &str, before: &[u32], after: &[u32], pool_before: usize) {
+    assert_eq!(
+        after, before,
+        "{who}: threads were started (or ended) during the steady-state passes"
+    );
+    assert_eq!(
+        pool_threads_started(),
+        pool_threads() + 1,
+        "{who}: the copy pool's threads (its workers and its scheduler)"
+    );
+    assert_eq!(pool_threads_started(), pool_before, "{who}: the pool grew");
+    assert_eq!(
+        pool_tasks().len(),
+        pool_threads_started(),
+        "{who}: threads named staging-*: {:?}",
+        pool_tasks()
+    );
+}
+
+/// One buffer, one thread.
+fn one_buffer(ctx: &Context) {
+    let stream = Stream::new(ctx).expect("Stream::new");
+    let mut staging = staging_buffer();
+    let mut cases = Cases::new();
+
+    // Warm-up: first use of every method at every size (growth, events, the pool).
     let mut warm_allocs = [[0u64; CALLS.len()]; CASES];
     for p in 0..WARM_UP_PASSES {
-        if let Some((k, what)) =
-            pass_all(&mut f32s, &mut u8s, &mut staging, &stream, &mut warm_allocs)
-        {
-            panic!("warm-up pass {p}, {}: {what}: data differ", labels[k]);
+        if let Some((k, what)) = cases.pass(&mut staging, &stream, &mut warm_allocs) {
+            panic!("warm-up pass {p}, {}: {what}: data differ", cases.labels[k]);
         }
     }
     let warm_stats = staging.stats();
     let warm_capacity = staging.capacity();
-    let warm_threads = threads();
+    let warm_threads = thread_ids();
+    let pool_before = pool_threads_started();
 
     // The counter counts (and this binary runs only this test).
     let before = allocations();
@@ -345,9 +433,7 @@ fn steady_state_transfers_allocate_nothing_and_start_no_thread() {
     let start_allocs = allocations();
     let t = Instant::now();
     for (p, slot) in per_pass.iter_mut().enumerate() {
-        let r = counted(slot, || {
-            pass_all(&mut f32s, &mut u8s, &mut staging, &stream, &mut allocs)
-        });
+        let r = counted(slot, || cases.pass(&mut staging, &stream, &mut allocs));
         if let Some((k, what)) = r {
             if failed.is_none() {
                 failed = Some((p, k, what));
@@ -358,19 +444,24 @@ fn steady_state_transfers_allocate_nothing_and_start_no_thread() {
     let end_allocs = allocations();
     // ---- end of the measured region ----
 
-    let steady_threads = threads();
+    let steady_threads = thread_ids();
     let stats = staging.stats();
     eprintln!(
-        "{STEADY_PASSES} steady passes of {} transfers in {elapsed:?}: {} heap allocations \
-         (warm-up made {}), threads {warm_threads} -> {steady_threads}, pinned capacity \
+        "one buffer: {STEADY_PASSES} steady passes of {} transfers in {elapsed:?}: {} heap \
+         allocations (warm-up made {}), {} threads before and {} after, pinned capacity \
          {warm_capacity} B, stats {stats:?}",
         CASES * CALLS.len(),
         end_allocs - start_allocs,
         warm_allocs.iter().flatten().sum::<u64>(),
+        warm_threads.len(),
+        steady_threads.len(),
     );
 
     if let Some((p, k, what)) = failed {
-        panic!("steady pass {p}, {}: {what}: data differ", labels[k]);
+        panic!(
+            "one buffer: steady pass {p}, {}: {what}: data differ",
+            cases.labels[k]
+        );
     }
     let total = end_allocs - start_allocs;
     if total != 0 {
@@ -378,7 +469,7 @@ fn steady_state_transfers_allocate_nothing_and_start_no_thread() {
         for (k, calls) in allocs.iter().enumerate() {
             for (j, &a) in calls.iter().enumerate() {
                 if a != 0 {
-                    report += &format!("\n  {} {}: {a}", labels[k], CALLS[j]);
+                    report += &format!("\n  {} {}: {a}", cases.labels[k], CALLS[j]);
                 }
             }
         }
@@ -389,40 +480,138 @@ fn steady_state_transfers_allocate_nothing_and_start_no_thread() {
             .filter(|&(_, a)| a != 0)
             .collect();
         panic!(
-            "{total} heap allocation(s) during {STEADY_PASSES} steady-state passes \
+            "one buffer: {total} heap allocation(s) during {STEADY_PASSES} steady-state passes \
              (the rest from other threads or between calls); by call:{report}\n\
              by pass (pass, allocations): {passes:?}"
         );
     }
-    assert_eq!(
-        steady_threads, warm_threads,
-        "threads were started (or ended) during the steady-state passes"
-    );
-    assert_eq!(
-        stats.allocations, warm_stats.allocations,
-        "pinned memory was allocated during the steady-state passes"
-    );
+    check_threads("one buffer", &warm_threads, &steady_threads, pool_before);
     assert_eq!(
         staging.capacity(),
         warm_capacity,
-        "the pinned capacity changed"
+        "one buffer: the pinned capacity changed"
     );
-    assert_eq!(stats.peak_capacity_bytes, warm_stats.peak_capacity_bytes);
-    let transfers = (STEADY_PASSES * CASES * CALLS.len()) as u64;
-    assert_eq!(
-        stats.transfers() - warm_stats.transfers(),
-        transfers,
-        "every steady-state transfer is counted once"
-    );
-    let bytes: usize = F32_BYTES.iter().chain(&U8_BYTES).sum();
-    let moved = (STEADY_PASSES * bytes * 3) as u64;
-    assert_eq!(stats.bytes_uploaded - warm_stats.bytes_uploaded, moved);
-    assert_eq!(stats.bytes_downloaded - warm_stats.bytes_downloaded, moved);
+    check_steady_stats("one buffer", warm_stats, stats, STEADY_PASSES);
+    cases.check_last_pass();
+}
 
-    for c in &f32s {
-        check_last_pass(c);
-    }
-    for c in &u8s {
-        check_last_pass(c);
+/// [`THREADS`] buffers, each in its own thread with its own stream and cases, all
+/// transferring at once; the main thread reads the counters between the phases.
+fn eight_buffers_in_eight_threads(ctx: &Context) {
+    // Phases, each ended by every thread (and the main one) arriving: warm-ups done;
+    // counters read; measured passes done; counters read again.
+    let step = Lockstep::new(THREADS + 1);
+    let _main = step.member();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let step = &step;
+                scope.spawn(move || {
+                    let _member = step.member();
+                    let who = format!("buffer {t} of {THREADS}");
+                    // The cases allocate in the context current on the thread.
+                    ctx.bind_to_thread().expect("Context::bind_to_thread");
+                    let stream = Stream::new(ctx).expect("Stream::new");
+                    let mut staging = staging_buffer();
+                    let mut cases = Cases::new();
+                    let mut warm_allocs = [[0u64; CALLS.len()]; CASES];
+                    for p in 0..WARM_UP_PASSES {
+                        if let Some((k, what)) = cases.pass(&mut staging, &stream, &mut warm_allocs)
+                        {
+                            panic!(
+                                "{who}: warm-up pass {p}, {}: {what}: data differ",
+                                cases.labels[k]
+                            );
+                        }
+                    }
+                    let warm_stats = staging.stats();
+                    let warm_capacity = staging.capacity();
+                    step.wait(); // warm
+                    step.wait(); // the main thread has read the counters
+                                 // ---- measured region ----
+                    let mut allocs = [[0u64; CALLS.len()]; CASES];
+                    let mut failed: Option<(usize, usize, &'static str)> = None;
+                    for p in 0..THREADED_PASSES {
+                        if let Some((k, what)) = cases.pass(&mut staging, &stream, &mut allocs) {
+                            failed.get_or_insert((p, k, what));
+                        }
+                    }
+                    step.wait(); // passes done
+                    step.wait(); // the main thread has read the counters and threads again
+                                 // ---- end of the measured region ----
+                    if let Some((p, k, what)) = failed {
+                        panic!(
+                            "{who}: steady pass {p}, {}: {what}: data differ",
+                            cases.labels[k]
+                        );
+                    }
+                    assert_eq!(
+                        staging.capacity(),
+                        warm_capacity,
+                        "{who}: the pinned capacity changed"
+                    );
+                    check_steady_stats(&who, warm_stats, staging.stats(), THREADED_PASSES);
+                    cases.check_last_pass();
+                })
+            })
+            .collect();
+
+        step.wait(); // every thread warm
+        let threads_before = thread_ids();
+        let pool_before = pool_threads_started();
+        let start_allocs = allocations();
+        let t = Instant::now();
+        step.wait(); // go
+        step.wait(); // passes done
+        let end_allocs = allocations();
+        let elapsed = t.elapsed();
+        // Read while every thread still waits below: none has ended yet.
+        let threads_after = thread_ids();
+        step.wait(); // threads may go on
+        let total = end_allocs - start_allocs;
+        eprintln!(
+            "{THREADS} buffers in {THREADS} threads: {THREADED_PASSES} steady passes of {} \
+             transfers each in {elapsed:?}: {total} heap allocations, {} threads before and \
+             {} after, {} pool threads",
+            CASES * CALLS.len(),
+            threads_before.len(),
+            threads_after.len(),
+            pool_threads_started(),
+        );
+        let mut failed = 0;
+        for h in handles {
+            failed += usize::from(h.join().is_err());
+        }
+        assert_eq!(
+            failed, 0,
+            "{failed} of {THREADS} threads failed (see their panics above)"
+        );
+        assert_eq!(
+            total, 0,
+            "{total} heap allocation(s) while {THREADS} buffers ran {THREADED_PASSES} \
+             steady-state passes each"
+        );
+        check_threads(
+            &format!("{THREADS} buffers"),
+            &threads_before,
+            &threads_after,
+            pool_before,
+        );
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn steady_state_transfers_allocate_nothing_and_start_no_thread() {
+    let ctx = Context::new(0)
+        .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
+    // Both scenarios run (one after the other, never beside each other); the first
+    // failure is reported once both have.
+    let one = std::panic::catch_unwind(AssertUnwindSafe(|| one_buffer(&ctx)));
+    let eight = std::panic::catch_unwind(AssertUnwindSafe(|| eight_buffers_in_eight_threads(&ctx)));
+    for r in [one, eight] {
+        if let Err(panic) = r {
+            std::panic::resume_unwind(panic);
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Helpers shared by the GPU test binaries of `cuda-staging` (`gpu.rs`,
-//! `gpu_driver_error.rs`): device set-up that fails loudly, per-element per-call
-//! patterns, exact comparisons with short failure messages, and stats bookkeeping.
+//! `pipeline.rs`, `steady_state.rs`, `gpu_driver_error.rs`): device set-up that fails
+//! loudly, per-element per-call patterns, exact comparisons with short failure
+//! messages, stats bookkeeping, and a look at the copy pool's threads.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
@@ -74,6 +75,15 @@ impl Pattern for f32 {
 impl Pattern for f64 {
     fn at(i: usize, seed: u64) -> Self {
         f64::from_bits(mix(i, seed) & 0xBFFF_FFFF_FFFF_FFFF)
+    }
+}
+
+/// A 3-byte element (an RGB pixel): elements straddle every 4096-byte chunk and part
+/// boundary of the pipeline, and byte counts are odd.
+impl Pattern for [u8; 3] {
+    fn at(i: usize, seed: u64) -> Self {
+        let h = mix(i, seed);
+        [h as u8, (h >> 8) as u8, (h >> 16) as u8]
     }
 }
 
@@ -221,4 +231,146 @@ pub fn transfer_counters(s: &StagingStats) -> [u64; 5] {
         s.bytes_uploaded,
         s.bytes_downloaded,
     ]
+}
+
+/// One thread of this process, from `/proc/self/task` (Linux).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskInfo {
+    pub tid: u32,
+    /// The thread's name (`comm`, at most 15 bytes).
+    pub name: String,
+    /// The scheduler state: `R` running or runnable (a spinning worker), `S` asleep
+    /// (a parked worker), ...
+    pub state: char,
+}
+
+/// Every thread of this process. A thread that exits while it is read is left out.
+pub fn tasks() -> Vec<TaskInfo> {
+    let dir = std::fs::read_dir("/proc/self/task").expect("read /proc/self/task (Linux only)");
+    let mut out = Vec::new();
+    for entry in dir.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue; // exited meanwhile
+        };
+        // "tid (comm) S ...": the name may hold spaces and parentheses, so split at
+        // the first '(' and the last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = stat[open + 1..close].to_owned();
+        let state = stat[close + 1..].trim_start().chars().next().unwrap_or('?');
+        out.push(TaskInfo { tid, name, state });
+    }
+    out.sort_by_key(|t| t.tid);
+    out
+}
+
+/// Whether `name` is a thread of the process-wide copy pool (`staging-copy-{i}`
+/// workers and the `staging-sched` scheduler).
+pub fn is_pool_thread(name: &str) -> bool {
+    name.starts_with("staging-copy-") || name == "staging-sched"
+}
+
+/// The copy pool's threads now.
+pub fn pool_tasks() -> Vec<TaskInfo> {
+    tasks()
+        .into_iter()
+        .filter(|t| is_pool_thread(&t.name))
+        .collect()
+}
+
+/// The copy pool's workers (`staging-copy-*`) now.
+pub fn pool_workers() -> Vec<TaskInfo> {
+    tasks()
+        .into_iter()
+        .filter(|t| t.name.starts_with("staging-copy-"))
+        .collect()
+}
+
+/// Polls every 100 µs until `f` holds, for at most `limit`; panics naming `what`
+/// (and what `show` says about the state) when it never does.
+pub fn wait_until(what: &str, limit: std::time::Duration, mut f: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !f() {
+        assert!(
+            t.elapsed() < limit,
+            "never within {limit:?}: {what}; pool threads: {:?}",
+            pool_tasks()
+        );
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+}
+
+/// Waits until every copy-pool worker is parked (asleep, state `S`): what a transfer
+/// after an idle gap finds. Workers spin 200 µs after their last part, longer when a
+/// predicted transfer or low-latency mode heated them (up to about 100 ms); 2 s is
+/// room for a loaded machine. True at once when the pool has not started.
+pub fn wait_until_workers_parked() {
+    wait_until(
+        "every copy-pool worker parked",
+        std::time::Duration::from_secs(2),
+        || pool_workers().iter().all(|w| w.state != 'R'),
+    );
+}
+
+/// A barrier for threads that must transfer at the same time, which a panicking
+/// thread breaks instead of leaving the others waiting forever: each thread holds a
+/// [`Lockstep::member`] guard, and once one of them panics every `wait` panics too.
+pub struct Lockstep {
+    threads: usize,
+    /// (arrived this round, round, broken)
+    state: std::sync::Mutex<(usize, u64, bool)>,
+    turn: std::sync::Condvar,
+}
+
+/// Breaks its [`Lockstep`] when dropped by a panicking thread.
+pub struct LockstepMember<'a>(&'a Lockstep);
+
+impl Lockstep {
+    pub fn new(threads: usize) -> Lockstep {
+        Lockstep {
+            threads,
+            state: std::sync::Mutex::new((0, 0, false)),
+            turn: std::sync::Condvar::new(),
+        }
+    }
+
+    /// The guard each thread holds while it takes part.
+    pub fn member(&self) -> LockstepMember<'_> {
+        LockstepMember(self)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, u64, bool)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until every thread has arrived; panics if one of them failed.
+    pub fn wait(&self) {
+        let mut st = self.lock();
+        assert!(!st.2, "another thread in lockstep failed");
+        st.0 += 1;
+        if st.0 == self.threads {
+            st.0 = 0;
+            st.1 += 1;
+            self.turn.notify_all();
+            return;
+        }
+        let round = st.1;
+        while st.1 == round && !st.2 {
+            st = self.turn.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        assert!(!st.2, "another thread in lockstep failed");
+    }
+}
+
+impl Drop for LockstepMember<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().2 = true;
+            self.0.turn.notify_all();
+        }
+    }
 }

@@ -1,0 +1,305 @@
+//! GPU tests of the staged path's chunking as the copy pool's state changes it: data
+//! arrives intact at every chunk boundary, in both directions, whether the pool's
+//! workers are parked (a transfer after an idle gap), spinning (back to back), or
+//! kept spinning by low-latency mode.
+//!
+//! How a staged transfer is cut depends on the pool: uploads of 64 KiB to 1 MiB go
+//! in two near-even chunks when fewer than two workers are awake ("cold") and in
+//! one piece otherwise; uploads over 1 MiB and downloads over 256 KiB are pipelined;
+//! `set_pipeline_chunk_bytes` forces a chunk size; with `set_copy_threads(1)` the
+//! calling thread copies alone. The sizes below sit at and around each of those
+//! bounds, with `f32` and a 3-byte element (so elements straddle chunk and part
+//! boundaries), and every element is compared.
+//!
+//! Its own test binary: the copy pool is process-wide, so transfers of tests running
+//! beside these would wake its workers. The tests here run one at a time (`SERIAL`),
+//! and a "parked" transfer waits until `/proc/self/task` shows every `staging-copy-*`
+//! worker asleep, so the cold path is really taken, not just hoped for.
+//!
+//! Every test is `#[ignore]`d; run them with `cargo xtask test-gpu` (or `cargo test
+//! -p cuda-staging --test pipeline -- --ignored` on a GPU machine).
+
+mod common;
+
+use std::mem::size_of;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use common::*;
+use cuda_staging::{default_copy_threads, DeviceBuffer, StagingBuffer, Stream};
+
+const KIB: usize = 1 << 10;
+const MIB: usize = 1 << 20;
+
+/// Byte sizes the element counts are taken around: the cold split's lower bound
+/// (64 KiB), the seed's two small shapes, the upload pipelining bound (1 MiB and one
+/// past it), and two odd sizes.
+const TARGET_BYTES: [usize; 7] = [64 * KIB, 150_528, 196_608, MIB, MIB + 1, 65_537, 300_001];
+
+/// Tests here run one at a time: each needs the pool to itself.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Element counts at, one below and one above each of [`TARGET_BYTES`].
+fn element_counts<T>() -> Vec<usize> {
+    let mut v: Vec<usize> = TARGET_BYTES
+        .iter()
+        .flat_map(|&b| {
+            let n = b / size_of::<T>();
+            [n - 1, n, n + 1]
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// How the buffer is set up.
+#[derive(Clone, Copy, Debug)]
+enum Setup {
+    /// The default copy threads (at least 2, so the pool is used).
+    PoolThreads,
+    /// `set_copy_threads(1)`: the calling thread copies alone; every mid-size upload
+    /// is cut in two.
+    OneThread,
+    /// `set_pipeline_chunk_bytes(64 KiB)`: everything over 64 KiB is pipelined.
+    Chunks64K,
+}
+
+impl Setup {
+    fn buffer(self) -> StagingBuffer {
+        let mut s = StagingBuffer::new();
+        s.set_copy_threads(default_copy_threads().max(2));
+        match self {
+            Setup::PoolThreads => {}
+            Setup::OneThread => s.set_copy_threads(1),
+            Setup::Chunks64K => s.set_pipeline_chunk_bytes(64 * KIB),
+        }
+        s
+    }
+}
+
+/// What comes before each transfer.
+#[derive(Clone, Copy, Debug)]
+enum Gap {
+    /// An idle gap of 2 to 6 ms (longer than the workers' 200 µs spin, and uneven so
+    /// that no frame rhythm is predicted and no helper woken ahead), then a wait
+    /// until every worker is parked.
+    Parked,
+    /// Nothing: transfers back to back, checks after the last one.
+    BackToBack,
+}
+
+impl Gap {
+    fn before_transfer(self, k: &mut u64) {
+        if let Gap::Parked = self {
+            *k += 1;
+            std::thread::sleep(Duration::from_micros(2000 + (*k * 737) % 4000));
+            wait_until_workers_parked();
+        }
+    }
+}
+
+/// Uploads then downloads every size of [`element_counts`] for `T`, checking every
+/// element and that each transfer was staged.
+fn every_boundary<T: Pattern>(setup: Setup, gap: Gap, stream: &Stream) {
+    let ty = std::any::type_name::<T>();
+    let mut staging = setup.buffer();
+    let counts = element_counts::<T>();
+    let mut k = 0;
+
+    // Uploads: everything prepared first, so that only the gap comes between them.
+    let sentinel = seed();
+    let mut devs: Vec<DeviceBuffer<T>> = counts.iter().map(|&n| device_with(n, sentinel)).collect();
+    let seeds: Vec<u64> = counts.iter().map(|_| seed()).collect();
+    let srcs: Vec<Vec<T>> = counts
+        .iter()
+        .zip(&seeds)
+        .map(|(&n, &s)| pattern(n, s))
+        .collect();
+    for ((dev, src), &n) in devs.iter_mut().zip(&srcs).zip(&counts) {
+        let what = format!(
+            "upload {n} x {ty} ({} B), {setup:?}, {gap:?}",
+            n * size_of::<T>()
+        );
+        let before = staging.stats();
+        gap.before_transfer(&mut k);
+        staging.upload(dev, src, stream).expect(&what);
+        assert_counted(
+            &what,
+            before,
+            staging.stats(),
+            Route::Staged,
+            n * size_of::<T>(),
+            0,
+        );
+    }
+    for ((dev, &s), &n) in devs.iter().zip(&seeds).zip(&counts) {
+        let what = format!(
+            "upload {n} x {ty} ({} B), {setup:?}, {gap:?}",
+            n * size_of::<T>()
+        );
+        check(&what, &device_contents(dev), s);
+    }
+
+    // Downloads.
+    let seeds: Vec<u64> = counts.iter().map(|_| seed()).collect();
+    for (dev, &s) in devs.iter_mut().zip(&seeds) {
+        set_device(dev, s);
+    }
+    let mut hosts: Vec<Vec<T>> = counts.iter().map(|&n| pattern(n, seed())).collect();
+    for ((dev, host), &n) in devs.iter().zip(&mut hosts).zip(&counts) {
+        let what = format!(
+            "download {n} x {ty} ({} B), {setup:?}, {gap:?}",
+            n * size_of::<T>()
+        );
+        let before = staging.stats();
+        gap.before_transfer(&mut k);
+        staging.download(host, dev, stream).expect(&what);
+        assert_counted(
+            &what,
+            before,
+            staging.stats(),
+            Route::Staged,
+            0,
+            n * size_of::<T>(),
+        );
+    }
+    for ((host, &s), &n) in hosts.iter().zip(&seeds).zip(&counts) {
+        let what = format!(
+            "download {n} x {ty} ({} B), {setup:?}, {gap:?}",
+            n * size_of::<T>()
+        );
+        check(&what, host, s);
+    }
+}
+
+fn run(setup: Setup, gap: Gap) {
+    let _one_at_a_time = serial();
+    let (_ctx, stream) = gpu();
+    every_boundary::<f32>(setup, gap, &stream);
+    every_boundary::<[u8; 3]>(setup, gap, &stream);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn parked_workers_every_chunk_boundary() {
+    run(Setup::PoolThreads, Gap::Parked);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn parked_workers_every_chunk_boundary_one_copy_thread() {
+    run(Setup::OneThread, Gap::Parked);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn parked_workers_every_chunk_boundary_64_kib_chunks() {
+    run(Setup::Chunks64K, Gap::Parked);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn back_to_back_every_chunk_boundary() {
+    run(Setup::PoolThreads, Gap::BackToBack);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn back_to_back_every_chunk_boundary_one_copy_thread() {
+    run(Setup::OneThread, Gap::BackToBack);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn back_to_back_every_chunk_boundary_64_kib_chunks() {
+    run(Setup::Chunks64K, Gap::BackToBack);
+}
+
+/// Workers spinning now (state `R`).
+fn spinning_workers() -> usize {
+    pool_workers().iter().filter(|w| w.state == 'R').count()
+}
+
+/// One frame: upload then download of `n` f32, both checked.
+fn frame(staging: &mut StagingBuffer, dev: &mut DeviceBuffer<f32>, stream: &Stream, what: &str) {
+    let n = dev.len();
+    let s = seed();
+    let src = pattern::<f32>(n, s);
+    staging.upload(dev, &src, stream).expect(what);
+    check(&format!("{what}: upload"), &device_contents(dev), s);
+    let s = seed();
+    set_device(dev, s);
+    let mut host = pattern::<f32>(n, seed());
+    staging.download(&mut host, dev, stream).expect(what);
+    check(&format!("{what}: download"), &host, s);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn low_latency_keeps_helpers_spinning_until_turned_off() {
+    let _one_at_a_time = serial();
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    staging.set_copy_threads(default_copy_threads().max(2));
+    // 150528 B frames: each wants two helpers.
+    let mut dev = DeviceBuffer::<f32>::alloc(150_528 / 4).expect("alloc");
+
+    staging.set_low_latency(true);
+    assert!(staging.low_latency());
+    for f in 0..40 {
+        std::thread::sleep(Duration::from_millis(3));
+        frame(
+            &mut staging,
+            &mut dev,
+            &stream,
+            &format!("low latency on, frame {f}"),
+        );
+    }
+    // Between transfers (at least every 100 ms) the helpers keep spinning.
+    std::thread::sleep(Duration::from_millis(20));
+    let spinning = spinning_workers();
+    assert!(
+        spinning >= 1,
+        "20 ms after the last low-latency transfer no worker spins: {:?}",
+        pool_tasks()
+    );
+
+    // Off: the helpers park again (after at most the 100 ms they were kept hot for),
+    // and transfers still work, from parked workers.
+    staging.set_low_latency(false);
+    assert!(!staging.low_latency());
+    let t = Instant::now();
+    wait_until_workers_parked();
+    eprintln!(
+        "low latency: {spinning} worker(s) spinning 20 ms after the last transfer; \
+         all parked {:?} after turning it off",
+        t.elapsed()
+    );
+    for f in 0..10 {
+        std::thread::sleep(Duration::from_micros(2000 + f * 737));
+        wait_until_workers_parked();
+        frame(
+            &mut staging,
+            &mut dev,
+            &stream,
+            &format!("low latency off, frame {f}"),
+        );
+    }
+    // And on again, back to back.
+    staging.set_low_latency(true);
+    for f in 0..20 {
+        frame(
+            &mut staging,
+            &mut dev,
+            &stream,
+            &format!("low latency on again, frame {f}"),
+        );
+    }
+    staging.set_low_latency(false);
+    assert_eq!(staging.stats().staged_transfers, 2 * 70);
+}

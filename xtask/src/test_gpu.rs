@@ -100,7 +100,7 @@ fn local(args: &Args) -> Result<()> {
         .filter(|a| {
             args.only
                 .as_ref()
-                .map_or(true, |p| a.bundle_name().contains(p))
+                .is_none_or(|p| a.bundle_name().contains(p))
         })
         .collect();
     if selected.is_empty() {

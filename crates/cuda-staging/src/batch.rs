@@ -266,56 +266,6 @@ impl<'s> Landed<'s> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parts_sit_at_256_byte_offsets_in_order() {
-        let mut l = Layout::default();
-        assert_eq!(l.push("x", 10).unwrap(), 0);
-        assert_eq!(l.push("x", 4096).unwrap(), 256);
-        assert_eq!(l.push("x", 0).unwrap(), 4352);
-        assert_eq!(l.push("x", 1).unwrap(), 4352);
-        assert_eq!(l.total, 4353);
-    }
-
-    #[test]
-    fn a_batch_refuses_its_seventeenth_part_and_overflow() {
-        let mut l = Layout::default();
-        for _ in 0..MAX_BATCH {
-            l.push("x", 1).unwrap();
-        }
-        let e = l.push("x", 1).unwrap_err();
-        assert!(e.to_string().contains("at most 16 parts"), "{e}");
-        let mut l = Layout::default();
-        l.push("x", 10).unwrap();
-        assert!(matches!(
-            l.push("x", usize::MAX),
-            Err(Error::SizeOverflow { .. })
-        ));
-        assert_eq!(l.lens.len(), 1, "a refused part changes nothing");
-    }
-
-    #[test]
-    fn a_part_reads_only_from_its_own_batch() {
-        let bytes = [0u8; 1024];
-        let landed = Landed {
-            bytes: &bytes,
-            batch: 7,
-        };
-        let mine = Part::<u32> {
-            batch: 7,
-            offset: 256,
-            len: 4,
-            _elem: PhantomData,
-        };
-        assert_eq!(landed.get(mine).unwrap(), &[0u32; 4]);
-        let other = Part::<u32> { batch: 8, ..mine };
-        assert!(landed.get(other).is_err());
-    }
-}
-
 impl crate::StagingBuffer {
     /// Downloads every part of `batch` into one pinned region, in stream order after
     /// work already queued on `stream`, with one wait; returns the landed parts
@@ -426,5 +376,55 @@ impl crate::StagingBuffer {
         self.stats.batched_transfers += 1;
         self.stats.bytes_uploaded += total as u64;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_sit_at_256_byte_offsets_in_order() {
+        let mut l = Layout::default();
+        assert_eq!(l.push("x", 10).unwrap(), 0);
+        assert_eq!(l.push("x", 4096).unwrap(), 256);
+        assert_eq!(l.push("x", 0).unwrap(), 4352);
+        assert_eq!(l.push("x", 1).unwrap(), 4352);
+        assert_eq!(l.total, 4353);
+    }
+
+    #[test]
+    fn a_batch_refuses_its_seventeenth_part_and_overflow() {
+        let mut l = Layout::default();
+        for _ in 0..MAX_BATCH {
+            l.push("x", 1).unwrap();
+        }
+        let e = l.push("x", 1).unwrap_err();
+        assert!(e.to_string().contains("at most 16 parts"), "{e}");
+        let mut l = Layout::default();
+        l.push("x", 10).unwrap();
+        assert!(matches!(
+            l.push("x", usize::MAX),
+            Err(Error::SizeOverflow { .. })
+        ));
+        assert_eq!(l.lens.len(), 1, "a refused part changes nothing");
+    }
+
+    #[test]
+    fn a_part_reads_only_from_its_own_batch() {
+        let bytes = [0u8; 1024];
+        let landed = Landed {
+            bytes: &bytes,
+            batch: 7,
+        };
+        let mine = Part::<u32> {
+            batch: 7,
+            offset: 256,
+            len: 4,
+            _elem: PhantomData,
+        };
+        assert_eq!(landed.get(mine).unwrap(), &[0u32; 4]);
+        let other = Part::<u32> { batch: 8, ..mine };
+        assert!(landed.get(other).is_err());
     }
 }

@@ -244,8 +244,9 @@ impl StagingBuffer {
     }
 
     /// Sets the chunk size of pipelined `upload` / `download` transfers (rounded up
-    /// to 64 KiB; 0 restores the automatic choice). With a size set, every staged
-    /// transfer larger than one chunk is pipelined.
+    /// to 64 KiB, at most [`PIPELINE_WINDOW_BYTES`]; 0 restores the automatic
+    /// choice). With a size set, every staged transfer larger than one chunk is
+    /// pipelined.
     pub fn set_pipeline_chunk_bytes(&mut self, bytes: usize) {
         self.chunk_bytes = bytes
             .min(PIPELINE_WINDOW_BYTES)
@@ -432,8 +433,8 @@ impl StagingBuffer {
         };
         self.grow(want, PIPELINE_WINDOW_BYTES, ctx)?;
         let pool = self.pool();
-        // Parked copy threads: cut mid-size uploads in two (see `Plan`).
-        let cold = pool.map_or(true, |p| p.awake() < 2);
+        // No copy thread awake: cut mid-size uploads in two (see `Plan`).
+        let cold = pool.is_none_or(|p| p.awake() == 0);
         let plan = Plan::new(bytes, self.capacity(), self.chunk_bytes, direction, cold);
         if plan.chunks > 1 {
             self.ensure_events(plan.slots, ctx)?;

@@ -125,10 +125,11 @@ pub(crate) struct Pool {
     epoch: Instant,
 }
 
-/// Workers of the process-wide pool: one fewer than the cores, at most 15 (so with
-/// the scheduler the pool never has more threads than cores), at least 1.
+/// Workers of the process-wide pool: one fewer than the cores, at most 15, so with
+/// the scheduler the pool never has more threads than cores. 0 on a one-core
+/// machine, where no pool starts and every copy runs on its caller's thread.
 pub fn pool_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(2, 16) - 1)
+    std::thread::available_parallelism().map_or(0, |n| n.get().min(16) - 1)
 }
 
 static GLOBAL: OnceLock<Option<Arc<Pool>>> = OnceLock::new();
@@ -137,7 +138,10 @@ static GLOBAL: OnceLock<Option<Arc<Pool>>> = OnceLock::new();
 /// be started (then every copy runs on its caller's thread).
 pub(crate) fn global() -> Option<&'static Arc<Pool>> {
     GLOBAL
-        .get_or_init(|| Pool::start(pool_threads()).ok().map(|(p, _)| p))
+        .get_or_init(|| match pool_threads() {
+            0 => None,
+            n => Pool::start(n).ok().map(|(p, _)| p),
+        })
         .as_ref()
 }
 
@@ -697,10 +701,15 @@ mod tests {
     fn pool_size_stays_below_the_cores() {
         let n = pool_threads();
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-        assert!(n >= 1 && n <= 15, "{n}");
-        assert!(
-            n < cores.max(2),
-            "{n} workers plus the scheduler fit {cores} cores"
-        );
+        assert!(n <= 15, "{n}");
+        if cores == 1 {
+            assert_eq!(n, 0, "no pool on one core");
+        } else {
+            assert_eq!(
+                n + 1,
+                cores.min(16),
+                "{n} workers plus the scheduler fill the cores"
+            );
+        }
     }
 }

@@ -12,12 +12,14 @@ pub struct StagingStats {
     /// Transfers that went through the pinned buffer: every `upload_with` /
     /// `download_into`, and `upload` / `download` routed to staging.
     pub staged_transfers: u64,
-    /// `upload` / `download` transfers handed to the driver's pageable path
-    /// (above the routing threshold).
+    /// `upload` / `download` transfers handed to the driver's own path: below
+    /// [`crate::StagingBuffer::stage_min_bytes`] (whatever the host memory; the
+    /// page-lock query is skipped there) or, from pageable memory, above
+    /// [`crate::StagingBuffer::stage_max_bytes`].
     pub direct_transfers: u64,
-    /// `upload` / `download` transfers whose host slice was already page-locked
-    /// (a `PinnedBuffer`, a `HostRegistration`, driver-allocated memory): DMA straight
-    /// from or into it, no host copy.
+    /// `upload` / `download` transfers at or above the lower routing bound whose host
+    /// slice was already page-locked (a `PinnedBuffer`, a `HostRegistration`,
+    /// driver-allocated memory): DMA straight from or into it, no host copy.
     pub pinned_source_transfers: u64,
     /// Batches moved with one wait ([`crate::StagingBuffer::download_batch`],
     /// [`crate::StagingBuffer::upload_batch`]); their bytes count below.

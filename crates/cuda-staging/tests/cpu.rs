@@ -167,13 +167,14 @@ fn transfers_counts_every_route_once() {
         staged_transfers: 2,
         direct_transfers: 3,
         pinned_source_transfers: 5,
+        batched_transfers: 19,
         // Not transfers.
         allocations: 7,
         bytes_uploaded: 11,
         bytes_downloaded: 13,
         peak_capacity_bytes: 17,
     };
-    assert_eq!(st.transfers(), 10);
+    assert_eq!(st.transfers(), 2 + 3 + 5 + 19);
 }
 
 #[test]

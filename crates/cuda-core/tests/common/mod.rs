@@ -9,7 +9,7 @@
 #![allow(dead_code)]
 
 use bytemuck::{Pod, Zeroable};
-use cuda_core::{Context, DeviceBuffer};
+use cuda_core::{query_host_memory, Context, DeviceBuffer, HostMemory};
 
 pub const KIB: usize = 1024;
 pub const MIB: usize = 1024 * KIB;
@@ -139,6 +139,39 @@ pub fn check_round_trip<T: Pod>(what: &str, d: &mut DeviceBuffer<T>, seed: u64) 
     d.copy_to_host(&mut back)
         .unwrap_or_else(|e| panic!("{what}: copy_to_host: {e}"));
     assert_same(what, &host, &back);
+}
+
+/// The page-locked block the driver reports for `addr`, which must be page-locked.
+#[track_caller]
+pub fn page_locked_block(ctx: &Context, what: &str, addr: *const u8) -> std::ops::Range<usize> {
+    match query_host_memory(ctx, addr.cast()) {
+        HostMemory::PageLocked { block: Some(block) } => block,
+        other => panic!(
+            "{what}: query_host_memory({addr:p}) = {other:?}, expected PageLocked with the \
+             block the driver reports (CUDA 13 on our H200 reports one)"
+        ),
+    }
+}
+
+/// Asserts that the driver sees `len` bytes at `addr` as one page-locked block.
+#[track_caller]
+pub fn assert_page_locked(ctx: &Context, what: &str, addr: *const u8, len: usize) {
+    let block = page_locked_block(ctx, what, addr);
+    let range = addr as usize..addr as usize + len;
+    assert!(
+        block.start <= range.start && range.end <= block.end,
+        "{what}: the reported block {block:#x?} does not hold {range:#x?}"
+    );
+}
+
+/// Asserts that the driver does not see `addr` as page-locked host memory.
+#[track_caller]
+pub fn assert_not_page_locked(ctx: &Context, what: &str, addr: *const u8) {
+    assert_eq!(
+        query_host_memory(ctx, addr.cast()),
+        HostMemory::Other,
+        "{what}: {addr:p}"
+    );
 }
 
 /// A 24-byte `#[repr(C)]` element without padding.

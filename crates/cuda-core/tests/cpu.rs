@@ -6,33 +6,38 @@
 //! `DeviceBuffer::alloc(usize::MAX / 2)` / `PinnedBuffer::<u32>::alloc(usize::MAX)`,
 //! zero-length `PinnedBuffer`s, the Display of `Driver(2)`, `ExceedsDeviceBuffer`,
 //! `LengthMismatch`, `DriverSymbolMissing` and unknown codes; these tests add the
-//! rest.
+//! rest. Where the driver comes from is in `driver_loader.rs`; what must not
+//! compile in `compile_fail.rs`.
 
+use bytemuck::{Pod, Zeroable};
 use cuda_core::result::check;
 use cuda_core::sys::{self, LoadError};
 use cuda_core::{
-    byte_len, Context, ContextGuard, DeviceBuffer, DriverError, Error, Event, HostRegistration,
-    PinnedBuffer, Stream,
+    byte_len, Context, ContextGuard, DeviceBuffer, DeviceView, DeviceViewMut, DriverError, Error,
+    Event, HostRegistration, PinnedBuffer, PinnedView, PinnedViewMut, Stream,
 };
 
 // Owning handles must not be duplicable: a copy would free (or destroy) twice.
 static_assertions::assert_not_impl_any!(DeviceBuffer<u8>: Clone, Copy);
 static_assertions::assert_not_impl_any!(PinnedBuffer<u8>: Clone, Copy);
+static_assertions::assert_not_impl_any!(HostRegistration<'static, u8>: Clone, Copy);
 static_assertions::assert_not_impl_any!(Stream: Clone, Copy);
 static_assertions::assert_not_impl_any!(Event: Clone, Copy);
+// A copy of a writable view would be two writers of the same memory, each with its
+// own record of queued copies.
+static_assertions::assert_not_impl_any!(DeviceViewMut<'static, u8>: Clone, Copy);
+static_assertions::assert_not_impl_any!(PinnedViewMut<'static, u8>: Clone, Copy);
 // A guard pops the context on the thread that pushed it: neither Send nor Sync.
 static_assertions::assert_not_impl_any!(ContextGuard<'static>: Send, Sync);
+// Hand-written (unsafe) Send/Sync impls: views go to other threads like the
+// `&[T]` / `&mut [T]` they stand for, and only for such `T`.
+static_assertions::assert_impl_all!(DeviceView<'static, f32>: Send, Sync);
+static_assertions::assert_impl_all!(DeviceViewMut<'static, f32>: Send, Sync);
+static_assertions::assert_impl_all!(PinnedView<'static, f32>: Send, Sync);
+static_assertions::assert_impl_all!(PinnedViewMut<'static, f32>: Send, Sync);
 // A registration can move to another thread with its borrow (the driver call to
 // unregister does not care which thread makes it).
 static_assertions::assert_impl_all!(HostRegistration<'static, u32>: Send, Sync);
-static_assertions::assert_impl_all!(Error: Clone, PartialEq, Eq, std::fmt::Debug, std::fmt::Display);
-static_assertions::assert_impl_all!(DriverError: Copy, Send, Sync, std::fmt::Debug);
-static_assertions::assert_impl_all!(Context: std::fmt::Debug, PartialEq, Eq);
-// Compile-time: `HostRegistration::new` takes the slice's unique borrow, so two
-// registrations of overlapping memory cannot coexist; e.g.
-//     let a = HostRegistration::new(&ctx, &mut v[..])?;
-//     let b = HostRegistration::new(&ctx, &mut v[1..])?; // error[E0499]
-// is rejected by the borrow checker. (Not tested with trybuild.)
 
 #[test]
 fn device_buffer_alloc_overflow_is_size_overflow_before_any_driver_call() {
@@ -111,6 +116,103 @@ fn byte_len_is_exact_at_the_overflow_boundary() {
     assert_eq!(byte_len::<[u32; 0]>("probe", usize::MAX), Ok(0));
 }
 
+/// An element aligned above the 256 bytes CUDA guarantees for small pinned blocks.
+#[repr(C, align(512))]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Aligned512 {
+    bytes: [u8; 512],
+}
+
+/// An element aligned exactly as far as CUDA guarantees, of no size.
+#[repr(C, align(256))]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Aligned256Empty {
+    bytes: [u8; 0],
+}
+
+#[test]
+fn pinned_buffer_refuses_alignment_above_256_bytes_before_any_driver_call() {
+    // `Deref` builds a `&[T]`, which must be aligned for `T`: a type aligned past
+    // what the driver guarantees is a clear error, not a misaligned slice. Had a
+    // driver call come first, this would be DriverNotFound (no driver) or NoContext
+    // (no context current on this test thread).
+    for len in [1usize, 0] {
+        let e = PinnedBuffer::<Aligned512>::alloc(len).unwrap_err();
+        assert_eq!(
+            e,
+            Error::InvalidArgument {
+                op: "PinnedBuffer::alloc",
+                reason: "element alignment 512 exceeds the 256-byte alignment of pinned memory"
+                    .into()
+            },
+            "alloc({len})"
+        );
+    }
+    // 256 is allowed (zero bytes here: no driver needed).
+    let p = PinnedBuffer::<Aligned256Empty>::alloc(3).expect("256-byte alignment is fine");
+    assert_eq!(p.len(), 3);
+}
+
+#[test]
+fn views_of_a_zero_byte_pinned_buffer_check_their_ranges() {
+    // Elements of no size: a buffer of 1000 of them pins nothing and needs no
+    // driver, but has the ranges of a buffer of 1000.
+    let mut p = PinnedBuffer::<()>::alloc(1000).expect("zero bytes need no driver");
+    p.wait().expect("nothing queued");
+    assert_eq!(p.slice(10..20).expect("slice").len(), 10);
+    assert_eq!(
+        p.slice(999..1001).unwrap_err(),
+        Error::OutOfRange {
+            op: "PinnedBuffer::slice",
+            start: 999,
+            end: 1001,
+            len: 1000
+        }
+    );
+    {
+        let view = p.slice(100..).expect("slice");
+        assert_eq!(view.len(), 900);
+        assert_eq!(view.slice(..=899).expect("PinnedView::slice").len(), 900);
+        assert_eq!(
+            view.slice(..=900).unwrap_err(),
+            Error::OutOfRange {
+                op: "PinnedView::slice",
+                start: 0,
+                end: 901,
+                len: 900
+            }
+        );
+    }
+    assert_eq!(p.slice_mut(..).expect("slice_mut").len(), 1000);
+    let (mut a, b) = p.split_at_mut(400).expect("split_at_mut");
+    assert_eq!((a.len(), b.len()), (400, 600));
+    assert!(a.is_idle() && b.is_idle(), "nothing queued");
+    a.wait().expect("nothing queued");
+    assert_eq!(a.as_mut_slice().expect("as_mut_slice").len(), 400);
+    assert_eq!(b.as_slice().expect("as_slice").len(), 600);
+    assert_eq!(b.slice(599..600).expect("PinnedViewMut::slice").len(), 1);
+    assert_eq!(
+        b.slice(599..601).unwrap_err(),
+        Error::OutOfRange {
+            op: "PinnedViewMut::slice",
+            start: 599,
+            end: 601,
+            len: 600
+        }
+    );
+    let (c, d) = b.split_at(600).expect("split at the end");
+    assert_eq!((c.len(), d.len(), d.is_empty()), (600, 0, true));
+    assert_eq!(
+        a.split_at(401).unwrap_err(),
+        Error::OutOfRange {
+            op: "PinnedViewMut::split_at",
+            start: 0,
+            end: 401,
+            len: 400
+        }
+    );
+}
+
 #[test]
 fn pinned_buffer_of_zero_sized_elements_pins_nothing() {
     // Zero bytes: no driver call, no context, works without a driver.
@@ -174,6 +276,48 @@ fn error_display_names_the_numbers() {
         .to_string(),
         "copy_to_host: host slice has 0 elements but the transfer needs 1"
     );
+    assert_eq!(
+        Error::DestinationTooShort {
+            op: "memcpy_htod",
+            src: 1000,
+            dst: 512
+        }
+        .to_string(),
+        "memcpy_htod: the destination holds 512 elements, fewer than the 1000 of the source"
+    );
+    assert_eq!(
+        Error::OutOfRange {
+            op: "PinnedBuffer::slice",
+            start: 3,
+            end: 70,
+            len: 64
+        }
+        .to_string(),
+        "PinnedBuffer::slice: range 3..70 is outside a buffer of 64 elements"
+    );
+}
+
+#[test]
+fn a_deferred_error_shows_what_failed_and_keeps_the_error_as_its_source() {
+    let inner = Error::Driver(DriverError::new(sys::CUDA_ERROR_INVALID_VALUE));
+    let e = Error::Deferred {
+        what: "cuMemFree",
+        more: 2,
+        source: Box::new(inner.clone()),
+    };
+    assert_eq!(
+        e.to_string(),
+        "cuMemFree failed earlier, where the error could not be returned (2 more since)"
+    );
+    assert_eq!(e.driver_code(), None, "the driver code is the source's");
+    // The `source` field is the error itself; through `std::error::Error::source`
+    // the chain shows it (as a `Box<Error>`, which displays as the error).
+    let Error::Deferred { source, .. } = &e else {
+        unreachable!()
+    };
+    assert_eq!(**source, inner);
+    let shown = std::error::Error::source(&e).expect("a source");
+    assert_eq!(shown.to_string(), inner.to_string());
 }
 
 #[test]

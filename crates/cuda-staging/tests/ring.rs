@@ -278,6 +278,21 @@ impl Busy {
     }
 }
 
+/// Pins every slot of `ring` for transfers of up to `bytes` (a download each, waited
+/// for), so that later transfers spend no time pinning (about a millisecond for a
+/// few MiB): work queued behind [`Busy`] is then certainly still pending when the
+/// next call comes.
+fn warm(ring: &mut StagingRing, stream: &Stream, bytes: usize) {
+    let scratch = DeviceBuffer::<u8>::alloc(bytes).expect("alloc scratch");
+    for _ in 0..ring.slots() {
+        let t = ring
+            .download(&scratch, bytes, stream)
+            .expect("warm-up download");
+        ring.wait(&t).expect("warm-up wait");
+    }
+    ring.synchronize().expect("synchronize");
+}
+
 // ---------------------------------------------------------------------------------
 // integrity
 // ---------------------------------------------------------------------------------
@@ -401,6 +416,8 @@ fn tickets_in_flight_keep_their_own_data_across_types_and_slot_reuse() {
     let (_ctx, stream) = gpu();
     let mut busy = Busy::new();
     let mut ring = StagingRing::with_slots(4).unwrap();
+    warm(&mut ring, &stream, MIB + 1);
+    let warmed = ring.stats();
     let (n_f, n_b, n_r, n_u) = (150_528 / 4, MIB + 1, elems_for::<Rgb>(4 * KIB), 1);
 
     for round in 0..3 {
@@ -444,8 +461,9 @@ fn tickets_in_flight_keep_their_own_data_across_types_and_slot_reuse() {
         }
     }
     let s = ring.stats();
-    assert_eq!(s.downloads, 12);
+    assert_eq!(s.downloads - warmed.downloads, 12);
     assert_eq!(s.uploads, 0);
+    assert_eq!(s.allocations, warmed.allocations, "{s:?}");
     assert_eq!(
         s.slot_waits, 0,
         "every slot was redeemed before reuse: {s:?}"
@@ -462,18 +480,20 @@ fn an_upload_lands_after_a_memset_queued_before_it() {
     let (_ctx, stream) = gpu();
     let mut busy = Busy::new();
     let mut ring = StagingRing::new();
+    warm(&mut ring, &stream, 4_915_200);
     // 64 MiB of u32 set by the memset, the first `n` then overwritten by the upload.
     let mut dst = DeviceBuffer::<u32>::alloc(16 * MIB).unwrap();
     for (bytes, copy_in) in [(150_528, false), (4_915_200, false), (150_528, true)] {
         let n = bytes / 4;
         let (s, bits) = (seed(), 0xA5A5_0000 | (seed() as u32 & 0xFFFF));
+        // Prepared data: the fill or copy-in takes well under the queued work.
+        let data = pattern::<u32>(n, s);
         busy.queue(&stream);
         stream.memset_u32(&mut dst, bits).unwrap();
         if copy_in {
-            ring.upload(&mut dst, &pattern::<u32>(n, s), &stream)
-                .unwrap();
+            ring.upload(&mut dst, &data, &stream).unwrap();
         } else {
-            ring.upload_with(&mut dst, n, &stream, |px| fill(px, s))
+            ring.upload_with(&mut dst, n, &stream, |px| px.copy_from_slice(&data))
                 .unwrap();
         }
         let back = read_back(&dst);
@@ -488,6 +508,7 @@ fn a_download_sees_a_copy_and_a_memset_queued_before_it() {
     let (_ctx, stream) = gpu();
     let mut busy = Busy::new();
     let mut ring = StagingRing::new();
+    warm(&mut ring, &stream, 4_915_200);
     for bytes in [4 * KIB, 150_528, 4_915_200] {
         let n = bytes / 4;
         let (s_old, s_new, bits) = (seed(), seed(), 0x5A5A_0000 | (seed() as u32 & 0xFFFF));
@@ -519,13 +540,15 @@ fn work_queued_after_an_upload_sees_its_data() {
     let (_ctx, stream) = gpu();
     let mut busy = Busy::new();
     let mut ring = StagingRing::new();
+    warm(&mut ring, &stream, 4_915_200);
     for bytes in [150_528, 4_915_200] {
         let n = bytes / 4;
         let s = seed();
         let mut input = device_with::<f32>(n, seed());
         let mut output = device_with::<f32>(n, seed());
+        let data = pattern::<f32>(n, s);
         busy.queue(&stream);
-        ring.upload_with(&mut input, n, &stream, |px| fill(px, s))
+        ring.upload_with(&mut input, n, &stream, |px| px.copy_from_slice(&data))
             .unwrap();
         // Queued after the upload: copies what the upload wrote, not what was there.
         stream.memcpy_dtod(&input, &mut output).unwrap();
@@ -545,6 +568,7 @@ fn a_slot_is_not_reused_while_its_copy_is_in_flight() {
     let (_ctx, stream) = gpu();
     let mut busy = Busy::new();
     let mut ring = StagingRing::with_slots(1).unwrap();
+    warm(&mut ring, &stream, 150_528);
     let n = 150_528 / 4;
     // Fills copy prepared data (about 10 us), so each pair's second call comes while
     // the first one's DMA still waits behind ~1 ms of queued work.
@@ -620,6 +644,7 @@ fn dropping_a_ring_waits_for_its_transfers_in_flight() {
     let src = device_with::<f32>(n, seed());
     {
         let mut ring = StagingRing::new();
+        warm(&mut ring, &stream, 4_915_200);
         busy.queue(&stream);
         ring.upload_with(&mut dst, n, &stream, |px| px.copy_from_slice(&data))
             .unwrap();
@@ -917,6 +942,7 @@ fn upload_copies_the_slice_before_returning() {
     let (_ctx, stream) = gpu();
     let mut busy = Busy::new();
     let mut ring = StagingRing::new();
+    warm(&mut ring, &stream, 4_915_200);
     for bytes in [4 * KIB, 150_528, MIB + 4, 4_915_200] {
         let n = bytes / 4;
         let (s_sent, s_after) = (seed(), seed());
@@ -951,6 +977,7 @@ fn one_slot_and_back_to_back_large_uploads_must_wait() {
     let (_ctx, stream) = gpu();
     let mut busy = Busy::new();
     let mut ring = StagingRing::with_slots(1).unwrap();
+    warm(&mut ring, &stream, 4_915_200);
     let n = 4_915_200 / 4;
     let uploads = 4;
     let seeds: Vec<u64> = (0..uploads).map(|_| seed()).collect();

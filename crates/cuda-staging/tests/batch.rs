@@ -1,0 +1,1009 @@
+//! Tests of batched transfers (issue 13): `DownloadBatch` / `UploadBatch` through
+//! `StagingBuffer::download_batch` / `upload_batch` (with `cuMemcpyBatchAsync` and
+//! with one queued copy per part), and through `StagingRing::download_batch` /
+//! `wait_batch`. Outputs of four types and sizes, ordering after queued work, the
+//! part limit, bad input, parts of another batch, empty batches and the counters.
+//!
+//! The CPU tests at the top run everywhere: without a driver no device buffer can
+//! exist, so adding parts is tested on the GPU. The GPU tests are `#[ignore]`d so
+//! that `cargo test` passes without a GPU; run them with `cargo xtask test-gpu` (or
+//! `cargo test -p cuda-staging --test batch -- --ignored` on a GPU machine). Without
+//! a device each one fails loudly.
+//!
+//! Conventions as in `ring.rs`: patterns that differ per element and per call, every
+//! element compared byte for byte, helpers in this file.
+
+use std::fmt::{Arguments, Debug};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cuda_staging::{
+    Context, DeviceBuffer, DownloadBatch, Error, Landed, Part, StagingBuffer, StagingPod,
+    StagingRing, StagingStats, Stream, UploadBatch, MAX_BATCH_PARTS,
+};
+
+const KIB: usize = 1 << 10;
+const MIB: usize = 1 << 20;
+
+/// Parts start at multiples of this many bytes of the pinned region (the batch
+/// module's documented layout).
+const PART_ALIGN: usize = 256;
+
+// ---------------------------------------------------------------------------------
+// CPU tests
+// ---------------------------------------------------------------------------------
+
+static_assertions::assert_impl_all!(Part<f32>: Copy, Send, Sync, Debug);
+static_assertions::assert_impl_all!(DownloadBatch<'static>: Send, Sync, Default, Debug);
+static_assertions::assert_impl_all!(UploadBatch<'static>: Send, Default, Debug);
+static_assertions::assert_impl_all!(Landed<'static>: Send, Sync, Debug);
+
+#[test]
+fn a_batch_holds_at_most_16_parts() {
+    assert_eq!(MAX_BATCH_PARTS, 16);
+}
+
+#[test]
+fn a_new_batch_is_empty_and_needs_no_pinned_memory() {
+    for batch in [DownloadBatch::new(), DownloadBatch::default()] {
+        assert_eq!(batch.len(), 0);
+        assert!(batch.is_empty());
+        assert_eq!(batch.region_bytes(), 0);
+    }
+    for batch in [UploadBatch::new(), UploadBatch::default()] {
+        assert_eq!(batch.len(), 0);
+        assert!(batch.is_empty());
+    }
+}
+
+#[test]
+fn the_layout_helper_of_these_tests_rounds_parts_to_256_bytes() {
+    assert_eq!(region_bytes(&[]), 0);
+    assert_eq!(region_bytes(&[10]), 10);
+    assert_eq!(region_bytes(&[10, 4096, 0, 1]), 4353);
+    assert_eq!(region_bytes(&[4096, 16 * KIB, 64 * KIB, 150_528]), 236_544);
+}
+
+// ---------------------------------------------------------------------------------
+// helpers of the GPU tests
+// ---------------------------------------------------------------------------------
+
+/// Device 0's primary context (made current on this thread) and a fresh stream.
+/// Panics without a usable GPU: a GPU test never passes quietly without one.
+fn gpu() -> (Context, Stream) {
+    let ctx = Context::new(0)
+        .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
+    let stream = Stream::new(&ctx).expect("Stream::new");
+    (ctx, stream)
+}
+
+static NEXT_SEED: AtomicU64 = AtomicU64::new(0xBA7C_4000);
+
+/// A seed no other call in this process gets.
+fn seed() -> u64 {
+    NEXT_SEED.fetch_add(1, Ordering::Relaxed)
+}
+
+/// SplitMix64 of (index, seed).
+fn mix(i: usize, seed: u64) -> u64 {
+    let mut z = (i as u64)
+        .wrapping_add(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(0x632B_E59B_D9B4_E019);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A model's detection, as users stage them: `#[repr(C)]`, `Pod`, 24 bytes, no
+/// padding.
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Detection {
+    x: f32,
+    y: f32,
+    w: f32,
+    h: f32,
+    score: f32,
+    class: u32,
+}
+
+/// A 3-byte element (alignment 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Rgb {
+    r: u8,
+    g: u8,
+    b: u8,
+}
+
+/// Element types with a per-element, per-seed pattern.
+trait Pattern: StagingPod + Debug {
+    fn at(i: usize, seed: u64) -> Self;
+}
+
+impl Pattern for u8 {
+    fn at(i: usize, seed: u64) -> Self {
+        (mix(i, seed) >> 24) as u8
+    }
+}
+
+impl Pattern for u32 {
+    fn at(i: usize, seed: u64) -> Self {
+        mix(i, seed) as u32
+    }
+}
+
+impl Pattern for i32 {
+    fn at(i: usize, seed: u64) -> Self {
+        (mix(i, seed) >> 32) as i32
+    }
+}
+
+/// Finite, never NaN: the exponent's top bit cleared.
+fn finite(bits: u64) -> f32 {
+    f32::from_bits((bits as u32) & 0xBFFF_FFFF)
+}
+
+impl Pattern for f32 {
+    fn at(i: usize, seed: u64) -> Self {
+        finite(mix(i, seed))
+    }
+}
+
+impl Pattern for Rgb {
+    fn at(i: usize, seed: u64) -> Self {
+        let m = mix(i, seed);
+        Rgb {
+            r: m as u8,
+            g: (m >> 8) as u8,
+            b: (m >> 16) as u8,
+        }
+    }
+}
+
+impl Pattern for Detection {
+    fn at(i: usize, seed: u64) -> Self {
+        let (a, b, c) = (mix(3 * i, seed), mix(3 * i + 1, seed), mix(3 * i + 2, seed));
+        Detection {
+            x: finite(a),
+            y: finite(a >> 32),
+            w: finite(b),
+            h: finite(b >> 32),
+            score: finite(c),
+            class: (c >> 32) as u32,
+        }
+    }
+}
+
+fn same<T: StagingPod>(a: &T, b: &T) -> bool {
+    bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
+}
+
+fn pattern<T: Pattern>(n: usize, seed: u64) -> Vec<T> {
+    (0..n).map(|i| T::at(i, seed)).collect()
+}
+
+/// Panics unless `got[i] == T::at(i + first, seed)` for every `i`.
+#[track_caller]
+fn check_from<T: Pattern>(what: Arguments<'_>, got: &[T], first: usize, seed: u64) {
+    let bad = |(i, v): (usize, &T)| !same(v, &T::at(i + first, seed));
+    if let Some(i) = got.iter().enumerate().position(bad) {
+        let count = got.iter().enumerate().filter(|&x| bad(x)).count();
+        panic!(
+            "{what}: {count} of {} elements differ; first at {} (got {:?}, want {:?})",
+            got.len(),
+            i + first,
+            got[i],
+            T::at(i + first, seed)
+        );
+    }
+}
+
+/// Panics unless `got` is the pattern of `seed` from element 0.
+#[track_caller]
+fn check<T: Pattern>(what: Arguments<'_>, got: &[T], seed: u64) {
+    check_from(what, got, 0, seed);
+}
+
+/// Panics unless every element of `got` is `want`.
+#[track_caller]
+fn check_all<T: Pattern>(what: Arguments<'_>, got: &[T], want: T) {
+    if let Some(i) = got.iter().position(|v| !same(v, &want)) {
+        panic!(
+            "{what}: element {i} of {} is {:?}, want {want:?}",
+            got.len(),
+            got[i]
+        );
+    }
+}
+
+fn read_back<T: Pattern>(d: &DeviceBuffer<T>) -> Vec<T> {
+    let mut host = vec![T::zeroed(); d.len()];
+    d.copy_to_host(&mut host).expect("copy_to_host");
+    host
+}
+
+fn device_with<T: Pattern>(len: usize, seed: u64) -> DeviceBuffer<T> {
+    let mut d = DeviceBuffer::<T>::alloc(len).expect("DeviceBuffer::alloc");
+    d.copy_from_host(&pattern::<T>(len, seed))
+        .expect("copy_from_host");
+    d
+}
+
+/// The pinned bytes a batch of parts of `bytes` needs: each part from the next
+/// multiple of 256.
+fn region_bytes(parts: &[usize]) -> usize {
+    parts
+        .iter()
+        .fold(0, |end, &b| end.next_multiple_of(PART_ALIGN) + b)
+}
+
+#[track_caller]
+fn invalid_reason(e: Error) -> String {
+    match e {
+        Error::InvalidArgument { reason, .. } => reason,
+        other => panic!("expected Error::InvalidArgument, got {other:?}"),
+    }
+}
+
+/// Two 256 MiB device buffers to copy between, to queue ~1 ms of real work.
+struct Busy {
+    a: DeviceBuffer<u8>,
+    b: DeviceBuffer<u8>,
+}
+
+impl Busy {
+    fn new() -> Busy {
+        Busy {
+            a: DeviceBuffer::alloc(256 * MIB).expect("alloc busy a"),
+            b: DeviceBuffer::alloc(256 * MIB).expect("alloc busy b"),
+        }
+    }
+
+    fn queue(&mut self, stream: &Stream) {
+        for _ in 0..4 {
+            stream.memcpy_dtod(&self.a, &mut self.b).expect("busy dtod");
+            stream.memcpy_dtod(&self.b, &mut self.a).expect("busy dtod");
+        }
+    }
+}
+
+/// Pins every slot of `ring` for transfers of up to `bytes` (a download each, waited
+/// for), so that later transfers spend no time pinning.
+fn warm(ring: &mut StagingRing, stream: &Stream, bytes: usize) {
+    let scratch = DeviceBuffer::<u8>::alloc(bytes).expect("alloc scratch");
+    for _ in 0..ring.slots() {
+        let t = ring
+            .download(&scratch, bytes, stream)
+            .expect("warm-up download");
+        ring.wait(&t).expect("warm-up wait");
+    }
+    ring.synchronize().expect("synchronize");
+}
+
+// ---------------------------------------------------------------------------------
+// four outputs of different types and sizes
+// ---------------------------------------------------------------------------------
+
+/// Elements downloaded of each output: 4 KiB of u8, 16 KiB of i32, 64 KiB of f32,
+/// 150528 B of detections.
+const N_U8: usize = 4 * KIB;
+const N_I32: usize = 16 * KIB / 4;
+const N_F32: usize = 64 * KIB / 4;
+const N_DET: usize = 150_528 / 24;
+/// Each output holds this many elements more than is downloaded (a prefix).
+const EXTRA: usize = 33;
+/// Bytes of the four parts.
+const FOUR_BYTES: [usize; 4] = [N_U8, N_I32 * 4, N_F32 * 4, N_DET * 24];
+
+/// A model's four outputs on the device, each holding its own pattern.
+struct Outputs {
+    bytes: DeviceBuffer<u8>,
+    ints: DeviceBuffer<i32>,
+    floats: DeviceBuffer<f32>,
+    dets: DeviceBuffer<Detection>,
+    seeds: [u64; 4],
+}
+
+/// The parts of one batch of [`Outputs`].
+type FourParts = (Part<u8>, Part<i32>, Part<f32>, Part<Detection>);
+
+impl Outputs {
+    fn new() -> Outputs {
+        let seeds = [seed(), seed(), seed(), seed()];
+        Outputs {
+            bytes: device_with(N_U8 + EXTRA, seeds[0]),
+            ints: device_with(N_I32 + EXTRA, seeds[1]),
+            floats: device_with(N_F32 + EXTRA, seeds[2]),
+            dets: device_with(N_DET + EXTRA, seeds[3]),
+            seeds,
+        }
+    }
+
+    /// New patterns in every output.
+    fn refill(&mut self) {
+        self.seeds = [seed(), seed(), seed(), seed()];
+        let len = |n| n + EXTRA;
+        self.bytes
+            .copy_from_host(&pattern(len(N_U8), self.seeds[0]))
+            .unwrap();
+        self.ints
+            .copy_from_host(&pattern(len(N_I32), self.seeds[1]))
+            .unwrap();
+        self.floats
+            .copy_from_host(&pattern(len(N_F32), self.seeds[2]))
+            .unwrap();
+        self.dets
+            .copy_from_host(&pattern(len(N_DET), self.seeds[3]))
+            .unwrap();
+    }
+
+    /// A batch of the four, checked for its size.
+    fn batch(&self) -> (DownloadBatch<'_>, FourParts) {
+        let mut batch = DownloadBatch::new();
+        let parts = (
+            batch.add(&self.bytes, N_U8).unwrap(),
+            batch.add(&self.ints, N_I32).unwrap(),
+            batch.add(&self.floats, N_F32).unwrap(),
+            batch.add(&self.dets, N_DET).unwrap(),
+        );
+        assert_eq!(batch.len(), 4);
+        assert!(!batch.is_empty());
+        assert_eq!(batch.region_bytes(), region_bytes(&FOUR_BYTES));
+        assert_eq!(
+            (parts.0.len(), parts.1.len(), parts.2.len(), parts.3.len()),
+            (N_U8, N_I32, N_F32, N_DET)
+        );
+        (batch, parts)
+    }
+
+    /// Every element of every part of `landed`.
+    #[track_caller]
+    fn check(&self, what: &str, landed: &Landed<'_>, parts: FourParts) {
+        let s = self.seeds;
+        let (a, b, c, d) = (
+            landed.get(parts.0).unwrap(),
+            landed.get(parts.1).unwrap(),
+            landed.get(parts.2).unwrap(),
+            landed.get(parts.3).unwrap(),
+        );
+        assert_eq!(
+            (a.len(), b.len(), c.len(), d.len()),
+            (N_U8, N_I32, N_F32, N_DET)
+        );
+        check(format_args!("{what}: u8 part"), a, s[0]);
+        check(format_args!("{what}: i32 part"), b, s[1]);
+        check(format_args!("{what}: f32 part"), c, s[2]);
+        check(format_args!("{what}: detection part"), d, s[3]);
+    }
+}
+
+/// Three rounds of the four outputs through `StagingBuffer::download_batch`.
+fn download_four(batch_api: bool) {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    staging.set_batch_api(batch_api);
+    assert_eq!(staging.batch_api(), batch_api);
+    let mut out = Outputs::new();
+    let rounds = 3;
+    for round in 0..rounds {
+        if round > 0 {
+            out.refill();
+        }
+        let (batch, parts) = out.batch();
+        let landed = staging.download_batch(&batch, &stream).unwrap();
+        out.check(&format!("round {round}"), &landed, parts);
+        // Downloading the same batch again lands the same bytes.
+        let landed = staging.download_batch(&batch, &stream).unwrap();
+        out.check(&format!("round {round}, again"), &landed, parts);
+    }
+    let st = staging.stats();
+    let sum: usize = FOUR_BYTES.iter().sum();
+    assert_eq!(
+        st,
+        StagingStats {
+            allocations: 1,
+            batched_transfers: 2 * rounds,
+            bytes_downloaded: (2 * rounds as usize * sum) as u64,
+            peak_capacity_bytes: st.peak_capacity_bytes,
+            ..StagingStats::default()
+        }
+    );
+    assert_eq!(st.transfers(), 2 * rounds, "a batch counts once");
+    assert!(staging.capacity() >= region_bytes(&FOUR_BYTES));
+    // The device buffers are read, never written.
+    check(
+        format_args!("u8 output"),
+        &read_back(&out.bytes),
+        out.seeds[0],
+    );
+    check(
+        format_args!("detections"),
+        &read_back(&out.dets),
+        out.seeds[3],
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn four_outputs_of_different_types_download_as_one_batch() {
+    download_four(true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn four_outputs_download_as_one_copy_per_part_without_the_batch_api() {
+    download_four(false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn the_ring_downloads_a_batch_for_one_ticket() {
+    let (_ctx, stream) = gpu();
+    let mut ring = StagingRing::with_slots(2).unwrap();
+    let other = StagingRing::new();
+    let mut out = Outputs::new();
+    let single_seed = seed();
+    let single = device_with::<f32>(1000, single_seed);
+    let sum: usize = FOUR_BYTES.iter().sum();
+    for round in 0..3u64 {
+        if round > 0 {
+            out.refill();
+        }
+        let (batch, parts) = out.batch();
+        let bt = ring.download_batch(&batch, &stream).unwrap();
+        let t = ring.download(&single, 1000, &stream).unwrap();
+        {
+            let landed = ring.wait_batch(&bt).unwrap();
+            out.check(&format!("ring round {round}"), &landed, parts);
+            // Redeeming again gives the same bytes.
+            out.check(
+                &format!("ring round {round}, again"),
+                &ring.wait_batch(&bt).unwrap(),
+                parts,
+            );
+        }
+        check(
+            format_args!("single download"),
+            ring.wait(&t).unwrap(),
+            single_seed,
+        );
+        let reason = invalid_reason(other.wait_batch(&bt).unwrap_err());
+        assert!(reason.contains("another ring"), "{reason}");
+        // Two more transfers on two slots: the batch's slot is reused.
+        let t2 = ring.download(&single, 10, &stream).unwrap();
+        let reason = invalid_reason(ring.wait_batch(&bt).unwrap_err());
+        assert!(reason.contains("stale ticket"), "{reason}");
+        check(
+            format_args!("last download"),
+            ring.wait(&t2).unwrap(),
+            single_seed,
+        );
+        let st = ring.stats();
+        assert_eq!(st.downloads, 3 * (round + 1), "a batch counts once: {st:?}");
+        assert_eq!(
+            st.bytes_downloaded,
+            (round + 1) * (sum + 1000 * 4 + 10 * 4) as u64,
+            "{st:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// upload batches
+// ---------------------------------------------------------------------------------
+
+fn upload_three(batch_api: bool) {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    staging.set_batch_api(batch_api);
+    // Parts of whole multiples of 256 bytes but the last: no gaps in the region.
+    let (n_i, n_f, n_d) = (1024, 150_528 / 4, 777);
+    let s_rest = [seed(), seed(), seed()];
+    let mut ints = device_with::<i32>(n_i + EXTRA, s_rest[0]);
+    let mut floats = device_with::<f32>(n_f + EXTRA, s_rest[1]);
+    let mut dets = device_with::<Detection>(n_d + EXTRA, s_rest[2]);
+    for round in 0..3 {
+        let s = [seed(), seed(), seed()];
+        let src_i = pattern::<i32>(n_i, s[0]);
+        let src_f = pattern::<f32>(n_f, s[1]);
+        let src_d = pattern::<Detection>(n_d, s[2]);
+        {
+            let mut batch = UploadBatch::new();
+            batch.add(&mut ints, &src_i).unwrap();
+            batch.add(&mut floats, &src_f).unwrap();
+            batch.add(&mut dets, &src_d).unwrap();
+            assert_eq!(batch.len(), 3);
+            staging.upload_batch(&mut batch, &stream).unwrap();
+        }
+        // Synchronous: the sources may go at once.
+        drop((src_i, src_f, src_d));
+        let back = read_back(&ints);
+        check(format_args!("round {round}: i32 input"), &back[..n_i], s[0]);
+        check_from(
+            format_args!("past the i32 input"),
+            &back[n_i..],
+            n_i,
+            s_rest[0],
+        );
+        let back = read_back(&floats);
+        check(format_args!("round {round}: f32 input"), &back[..n_f], s[1]);
+        check_from(
+            format_args!("past the f32 input"),
+            &back[n_f..],
+            n_f,
+            s_rest[1],
+        );
+        let back = read_back(&dets);
+        check(
+            format_args!("round {round}: detections"),
+            &back[..n_d],
+            s[2],
+        );
+        check_from(
+            format_args!("past the detections"),
+            &back[n_d..],
+            n_d,
+            s_rest[2],
+        );
+    }
+    let st = staging.stats();
+    let sum = (n_i * 4 + n_f * 4 + n_d * 24) as u64;
+    assert_eq!(
+        (st.batched_transfers, st.bytes_uploaded, st.allocations),
+        (3, 3 * sum, 1),
+        "{st:?}"
+    );
+    assert_eq!((st.staged_transfers, st.direct_transfers), (0, 0));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn three_inputs_upload_as_one_batch() {
+    upload_three(true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn three_inputs_upload_as_one_copy_per_part_without_the_batch_api() {
+    upload_three(false);
+}
+
+// ---------------------------------------------------------------------------------
+// ordering against the stream
+// ---------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_batch_download_sees_work_queued_before_it() {
+    let (_ctx, stream) = gpu();
+    let mut busy = Busy::new();
+    let mut ring = StagingRing::new();
+    // Pinned beforehand, so each batch is queued while the work before it still runs.
+    warm(&mut ring, &stream, MIB);
+    let n = 150_528 / 4;
+    for (round, batch_api) in [(0, true), (1, false), (2, true)] {
+        let mut staging = StagingBuffer::with_capacity(MIB).unwrap();
+        staging.set_batch_api(batch_api);
+        let (s_old, s_new, bits) = (seed(), seed(), 0xC3C3_0000 | (seed() as u32 & 0xFFFF));
+        let mut copied = device_with::<f32>(n, s_old);
+        let mut set = device_with::<u32>(n, s_old);
+        let fresh = device_with::<f32>(n, s_new);
+        busy.queue(&stream);
+        stream.memcpy_dtod(&fresh, &mut copied).unwrap();
+        stream.memset_u32(&mut set, bits).unwrap();
+        let mut batch = DownloadBatch::new();
+        let p_copied = batch.add(&copied, n).unwrap();
+        let p_set = batch.add(&set, n).unwrap();
+        if round < 2 {
+            let landed = staging.download_batch(&batch, &stream).unwrap();
+            check(
+                format_args!("copied part"),
+                landed.get(p_copied).unwrap(),
+                s_new,
+            );
+            check_all(
+                format_args!("memset part"),
+                landed.get(p_set).unwrap(),
+                bits,
+            );
+        } else {
+            let t = ring.download_batch(&batch, &stream).unwrap();
+            let landed = ring.wait_batch(&t).unwrap();
+            check(
+                format_args!("ring: copied part"),
+                landed.get(p_copied).unwrap(),
+                s_new,
+            );
+            check_all(
+                format_args!("ring: memset part"),
+                landed.get(p_set).unwrap(),
+                bits,
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_batch_upload_lands_after_work_queued_before_it() {
+    let (_ctx, stream) = gpu();
+    let mut busy = Busy::new();
+    for batch_api in [true, false] {
+        // Pinned beforehand, so the batch is queued while the work before it still runs.
+        let mut staging = StagingBuffer::with_capacity(MIB).unwrap();
+        staging.set_batch_api(batch_api);
+        let len = 4 * MIB;
+        let (n_a, n_b) = (150_528 / 4, 1000);
+        let (s_a, s_b) = (seed(), seed());
+        let (bits_a, bits_b) = (0x3C3C_0000 | (seed() as u32 & 0xFFFF), 0x7E7E_0001);
+        let mut a = DeviceBuffer::<u32>::alloc(len).unwrap();
+        let mut b = DeviceBuffer::<f32>::alloc(len).unwrap();
+        let (src_a, src_b) = (pattern::<u32>(n_a, s_a), pattern::<f32>(n_b, s_b));
+        busy.queue(&stream);
+        stream.memset_u32(&mut a, bits_a).unwrap();
+        stream.memset_u32(&mut b, bits_b).unwrap();
+        {
+            let mut batch = UploadBatch::new();
+            batch.add(&mut a, &src_a).unwrap();
+            batch.add(&mut b, &src_b).unwrap();
+            staging.upload_batch(&mut batch, &stream).unwrap();
+        }
+        let back = read_back(&a);
+        check(format_args!("uploaded part a"), &back[..n_a], s_a);
+        check_all(format_args!("memset past part a"), &back[n_a..], bits_a);
+        let back = read_back(&b);
+        check(format_args!("uploaded part b"), &back[..n_b], s_b);
+        check_all(
+            format_args!("memset past part b"),
+            &back[n_b..],
+            f32::from_bits(bits_b),
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// limits and bad input
+// ---------------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_17th_part_is_refused_and_the_16_go_through() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let mut ring = StagingRing::new();
+    let step = 100;
+
+    // Sixteen prefixes of one buffer: one device buffer in every part.
+    let s = seed();
+    let shared = device_with::<u8>(MAX_BATCH_PARTS * step + 1, s);
+    let mut batch = DownloadBatch::new();
+    let parts: Vec<Part<u8>> = (1..=MAX_BATCH_PARTS)
+        .map(|i| batch.add(&shared, i * step).unwrap())
+        .collect();
+    let region = batch.region_bytes();
+    let sizes: Vec<usize> = (1..=MAX_BATCH_PARTS).map(|i| i * step).collect();
+    assert_eq!(region, region_bytes(&sizes));
+    let e = batch.add(&shared, 1).unwrap_err();
+    assert!(e.to_string().contains("at most 16 parts"), "{e}");
+    assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+    assert_eq!(
+        (batch.len(), batch.region_bytes()),
+        (16, region),
+        "unchanged"
+    );
+    for batch_api in [true, false] {
+        staging.set_batch_api(batch_api);
+        let landed = staging.download_batch(&batch, &stream).unwrap();
+        for (i, &p) in parts.iter().enumerate() {
+            check(format_args!("part {i}"), landed.get(p).unwrap(), s);
+        }
+    }
+    let t = ring.download_batch(&batch, &stream).unwrap();
+    let landed = ring.wait_batch(&t).unwrap();
+    for (i, &p) in parts.iter().enumerate() {
+        check(format_args!("ring part {i}"), landed.get(p).unwrap(), s);
+    }
+
+    // Sixteen device buffers up, a seventeenth refused.
+    let seeds: Vec<u64> = (0..=MAX_BATCH_PARTS).map(|_| seed()).collect();
+    let s_rest = seed();
+    let srcs: Vec<Vec<u8>> = seeds.iter().map(|&s| pattern(step, s)).collect();
+    let mut dsts: Vec<DeviceBuffer<u8>> = (0..=MAX_BATCH_PARTS)
+        .map(|_| device_with(step, s_rest))
+        .collect();
+    {
+        let (first, last) = dsts.split_at_mut(MAX_BATCH_PARTS);
+        let mut batch = UploadBatch::new();
+        for (d, src) in first.iter_mut().zip(&srcs) {
+            batch.add(d, src).unwrap();
+        }
+        let e = batch.add(&mut last[0], &srcs[MAX_BATCH_PARTS]).unwrap_err();
+        assert!(e.to_string().contains("at most 16 parts"), "{e}");
+        assert_eq!(batch.len(), MAX_BATCH_PARTS);
+        staging.upload_batch(&mut batch, &stream).unwrap();
+    }
+    for (i, (d, &s)) in dsts.iter().zip(&seeds).enumerate().take(MAX_BATCH_PARTS) {
+        check(format_args!("uploaded part {i}"), &read_back(d), s);
+    }
+    check(
+        format_args!("the refused 17th buffer"),
+        &read_back(&dsts[MAX_BATCH_PARTS]),
+        s_rest,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_part_past_its_buffer_is_refused_and_changes_nothing() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let len = 4096;
+    let s = seed();
+    let floats = device_with::<f32>(len, s);
+    let bytes = device_with::<u8>(len, seed());
+
+    let mut batch = DownloadBatch::new();
+    let good = batch.add(&floats, len).unwrap();
+    let region = batch.region_bytes();
+    assert_eq!(
+        batch.add(&bytes, len + 1).unwrap_err(),
+        Error::ExceedsDeviceBuffer {
+            op: "DownloadBatch::add",
+            n: len + 1,
+            len
+        }
+    );
+    let e = batch.add(&floats, usize::MAX).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::SizeOverflow {
+                n: usize::MAX,
+                elem_bytes: 4,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        (batch.len(), batch.region_bytes()),
+        (1, region),
+        "unchanged"
+    );
+    assert_eq!(staging.stats(), StagingStats::default());
+    assert_eq!(staging.capacity(), 0, "adding parts pins nothing");
+    let landed = staging.download_batch(&batch, &stream).unwrap();
+    check(
+        format_args!("the part that was accepted"),
+        landed.get(good).unwrap(),
+        s,
+    );
+
+    let s_rest = seed();
+    let mut dst = device_with::<f32>(len, s_rest);
+    let too_long = pattern::<f32>(len + 1, seed());
+    let mut up = UploadBatch::new();
+    assert_eq!(
+        up.add(&mut dst, &too_long).unwrap_err(),
+        Error::ExceedsDeviceBuffer {
+            op: "UploadBatch::add",
+            n: len + 1,
+            len
+        }
+    );
+    assert_eq!(up.len(), 0);
+    let before = staging.stats();
+    staging.upload_batch(&mut up, &stream).unwrap();
+    assert_eq!(staging.stats(), before, "an empty batch counts nothing");
+    drop(up);
+    check(
+        format_args!("device after a refused part"),
+        &read_back(&dst),
+        s_rest,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_part_of_another_batch_is_refused() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let mut ring = StagingRing::new();
+    let s = seed();
+    let d = device_with::<u32>(1024, s);
+    let mut a = DownloadBatch::new();
+    let mut b = DownloadBatch::new();
+    // The same buffer and length in both: only the batch differs.
+    let part_a = a.add(&d, 1024).unwrap();
+    let part_b = b.add(&d, 1024).unwrap();
+    {
+        let landed = staging.download_batch(&a, &stream).unwrap();
+        let reason = invalid_reason(landed.get(part_b).unwrap_err());
+        assert!(reason.contains("another batch"), "{reason}");
+        check(format_args!("own part"), landed.get(part_a).unwrap(), s);
+    }
+    let t = ring.download_batch(&b, &stream).unwrap();
+    let landed = ring.wait_batch(&t).unwrap();
+    let reason = invalid_reason(landed.get(part_a).unwrap_err());
+    assert!(reason.contains("another batch"), "{reason}");
+    check(
+        format_args!("ring: own part"),
+        landed.get(part_b).unwrap(),
+        s,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn an_empty_batch_does_nothing() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let mut ring = StagingRing::new();
+    let d = device_with::<f32>(100, seed());
+
+    let empty = DownloadBatch::new();
+    staging.download_batch(&empty, &stream).unwrap();
+    staging
+        .upload_batch(&mut UploadBatch::new(), &stream)
+        .unwrap();
+    let t = ring.download_batch(&empty, &stream).unwrap();
+    ring.wait_batch(&t).unwrap();
+
+    // Parts of zero elements make an empty region too.
+    let mut zeros = DownloadBatch::new();
+    let p = zeros.add(&d, 0).unwrap();
+    let q = zeros.add(&d, 0).unwrap();
+    assert_eq!((zeros.len(), zeros.region_bytes()), (2, 0));
+    assert!(p.is_empty() && q.is_empty());
+    staging.download_batch(&zeros, &stream).unwrap();
+    let t = ring.download_batch(&zeros, &stream).unwrap();
+    ring.wait_batch(&t).unwrap();
+
+    assert_eq!(staging.stats(), StagingStats::default());
+    assert_eq!(staging.capacity(), 0);
+    assert_eq!(ring.stats(), Default::default());
+    assert_eq!(ring.capacity(), 0);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_part_of_zero_elements_reads_as_an_empty_slice() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let mut ring = StagingRing::new();
+    let s = seed();
+    let d = device_with::<f32>(100, s);
+
+    // Only empty parts: the region is empty.
+    let mut zeros = DownloadBatch::new();
+    let p = zeros.add(&d, 0).unwrap();
+    {
+        let landed = staging.download_batch(&zeros, &stream).unwrap();
+        assert_eq!(landed.get(p).unwrap(), &[] as &[f32], "staging");
+    }
+    let t = ring.download_batch(&zeros, &stream).unwrap();
+    assert_eq!(
+        ring.wait_batch(&t).unwrap().get(p).unwrap(),
+        &[] as &[f32],
+        "ring"
+    );
+
+    // An empty part beside others.
+    let mut mixed = DownloadBatch::new();
+    let empty = mixed.add(&d, 0).unwrap();
+    let full = mixed.add(&d, 100).unwrap();
+    let landed = staging.download_batch(&mixed, &stream).unwrap();
+    assert_eq!(landed.get(empty).unwrap(), &[] as &[f32]);
+    check(
+        format_args!("the part beside"),
+        landed.get(full).unwrap(),
+        s,
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// counters
+// ---------------------------------------------------------------------------------
+
+/// Sizes that leave gaps between parts in the region: 4095 u8, 1001 Rgb (3003 B),
+/// 3 f32 (12 B), 1 u8.
+const ODD: (usize, usize, usize, usize) = (4095, 1001, 3, 1);
+/// Bytes of the parts of [`ODD`].
+const ODD_BYTES: [usize; 4] = [ODD.0, ODD.1 * 3, ODD.2 * 4, ODD.3];
+
+/// Downloads the four parts of [`ODD`] through `staging` (batch API on, then off) and
+/// `ring`, uploads the first two through `staging`, and checks every element.
+fn odd_sizes(staging: &mut StagingBuffer, ring: &mut StagingRing, stream: &Stream) {
+    let (n_b, n_r, n_f, n_one) = ODD;
+    let seeds = [seed(), seed(), seed(), seed()];
+    let bytes = device_with::<u8>(n_b, seeds[0]);
+    let rgb = device_with::<Rgb>(n_r, seeds[1]);
+    let floats = device_with::<f32>(n_f, seeds[2]);
+    let one = device_with::<u8>(n_one, seeds[3]);
+    let mut batch = DownloadBatch::new();
+    let parts = (
+        batch.add(&bytes, n_b).unwrap(),
+        batch.add(&rgb, n_r).unwrap(),
+        batch.add(&floats, n_f).unwrap(),
+        batch.add(&one, n_one).unwrap(),
+    );
+    assert_eq!(batch.region_bytes(), region_bytes(&ODD_BYTES));
+    assert!(
+        batch.region_bytes() > ODD_BYTES.iter().sum(),
+        "the parts leave gaps"
+    );
+    let check_parts = |what: &str, landed: &Landed<'_>| {
+        check(
+            format_args!("{what}: u8"),
+            landed.get(parts.0).unwrap(),
+            seeds[0],
+        );
+        check(
+            format_args!("{what}: rgb"),
+            landed.get(parts.1).unwrap(),
+            seeds[1],
+        );
+        check(
+            format_args!("{what}: f32"),
+            landed.get(parts.2).unwrap(),
+            seeds[2],
+        );
+        check(
+            format_args!("{what}: one"),
+            landed.get(parts.3).unwrap(),
+            seeds[3],
+        );
+    };
+    for batch_api in [true, false] {
+        staging.set_batch_api(batch_api);
+        check_parts("staging", &staging.download_batch(&batch, stream).unwrap());
+    }
+    let t = ring.download_batch(&batch, stream).unwrap();
+    check_parts("ring", &ring.wait_batch(&t).unwrap());
+
+    let mut up_bytes = DeviceBuffer::<u8>::alloc(n_b).unwrap();
+    let mut up_rgb = DeviceBuffer::<Rgb>::alloc(n_r).unwrap();
+    let s_up = [seed(), seed()];
+    let (src_b, src_r) = (pattern::<u8>(n_b, s_up[0]), pattern::<Rgb>(n_r, s_up[1]));
+    {
+        let mut up = UploadBatch::new();
+        up.add(&mut up_bytes, &src_b).unwrap();
+        up.add(&mut up_rgb, &src_r).unwrap();
+        staging.upload_batch(&mut up, stream).unwrap();
+    }
+    check(format_args!("uploaded u8"), &read_back(&up_bytes), s_up[0]);
+    check(format_args!("uploaded rgb"), &read_back(&up_rgb), s_up[1]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn parts_of_odd_sizes_land_intact() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let mut ring = StagingRing::new();
+    odd_sizes(&mut staging, &mut ring, &stream);
+    let st = staging.stats();
+    assert_eq!((st.batched_transfers, st.transfers()), (3, 3), "{st:?}");
+    assert_eq!(ring.stats().downloads, 1);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn batch_counters_add_the_parts_bytes_not_the_gaps_between_them() {
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    let mut ring = StagingRing::new();
+    odd_sizes(&mut staging, &mut ring, &stream);
+    // "Bytes moved": the parts' bytes. The region's gaps (it is 7425 bytes for
+    // 7111 bytes of parts) are not moved.
+    let parts: u64 = ODD_BYTES.iter().sum::<usize>() as u64;
+    let st = staging.stats();
+    assert_eq!(st.bytes_downloaded, 2 * parts, "{st:?}");
+    assert_eq!(
+        st.bytes_uploaded,
+        (ODD_BYTES[0] + ODD_BYTES[1]) as u64,
+        "{st:?}"
+    );
+    let rs = ring.stats();
+    assert_eq!(rs.bytes_downloaded, parts, "{rs:?}");
+}

@@ -1,0 +1,249 @@
+//! GPU test: once warmed up, a frame loop through a `StagingRing` (an upload through
+//! `upload_with`, a device step, a download redeemed a frame later, and one batch
+//! download redeemed at once) makes no heap allocation, starts no thread and pins
+//! nothing more.
+//!
+//! Its own test binary, with one test: the `#[global_allocator]` below counts the
+//! heap allocations of every thread of the process, so nothing else may run beside
+//! the measured loop. Allocations the CUDA driver makes itself (`malloc` from C) are
+//! not Rust heap allocations and are not counted; everything this workspace, std and
+//! the test do is.
+//!
+//! Run with `cargo xtask test-gpu` (or `cargo test -p cuda-staging --test
+//! ring_steady_state -- --ignored` on a GPU machine).
+//!
+//! Inside the measured region the test itself allocates nothing: buffers are made
+//! beforehand, each frame's batch lives on the stack (`DownloadBatch` holds its parts
+//! inline), checks compare against a pattern computed on the fly and format only
+//! when they fail, and nothing is printed.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cuda_staging::{Context, DeviceBuffer, DownloadBatch, StagingRing, Stream, Ticket};
+
+// ---------------------------------------------------------------------------------
+// the counting allocator
+// ---------------------------------------------------------------------------------
+
+/// Heap allocations (alloc, alloc_zeroed, realloc) of the whole process so far.
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Heap allocations of this thread so far (const-initialised, no destructor: safe
+    /// to touch from inside the allocator).
+    static THREAD_ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// `System`, counting every allocation.
+struct CountingAllocator;
+
+impl CountingAllocator {
+    fn count() {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        // `try_with`: a thread being torn down may allocate after its locals are gone.
+        let _ = THREAD_ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+    }
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System`, which implements
+// `GlobalAlloc` correctly; what is added are counter increments, which neither
+// allocate nor touch the memory handed out.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        Self::count();
+        // SAFETY: our caller meets `GlobalAlloc::alloc`'s contract (a layout of
+        // non-zero size), which is all `System.alloc` requires.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        Self::count();
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        Self::count();
+        // SAFETY: our caller guarantees that `ptr` came from this allocator (that is,
+        // from `System`) with `layout`, and that `new_size` is valid for it: exactly
+        // `System.realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: our caller guarantees that `ptr` came from this allocator (from
+        // `System`) with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// (allocations of every thread, allocations of this thread).
+fn allocations() -> (u64, u64) {
+    (
+        ALLOCATIONS.load(Ordering::SeqCst),
+        THREAD_ALLOCATIONS.with(|c| c.get()),
+    )
+}
+
+/// The ids of this process's threads (entries of /proc/self/task), sorted. Allocates:
+/// call it only outside the measured region. `None` where there is no /proc.
+fn threads() -> Option<Vec<u64>> {
+    let dir = std::fs::read_dir("/proc/self/task").ok()?;
+    let mut ids: Vec<u64> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    Some(ids)
+}
+
+// ---------------------------------------------------------------------------------
+// the frame loop
+// ---------------------------------------------------------------------------------
+
+/// Elements of one frame: 112x112x3 f32, 150528 bytes.
+const N: usize = 150_528 / 4;
+/// Elements of the second output (class scores, say).
+const N_SCORES: usize = 1000;
+const WARM_UP_FRAMES: u64 = 50;
+const STEADY_FRAMES: u64 = 1000;
+
+/// Frame `k`'s value at element `i`: differs per element and per frame, finite.
+fn value(i: usize, k: u64) -> f32 {
+    let mut z = (i as u64) ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    f32::from_bits((z ^ (z >> 32)) as u32 & 0xBFFF_FFFF)
+}
+
+/// The memset value of frame `k`'s scores.
+fn score_bits(k: u64) -> u32 {
+    0x3F00_0000 | (k as u32 & 0x00FF_FFFF)
+}
+
+/// Panics (formatting only then) unless `got` is frame `k`'s data from element 0.
+#[track_caller]
+fn check_frame(what: &str, got: &[f32], k: u64) {
+    assert_eq!(got.len(), N, "{what} of frame {k}: length");
+    for (i, v) in got.iter().enumerate() {
+        if v.to_bits() != value(i, k).to_bits() {
+            panic!(
+                "{what} of frame {k}: element {i} is {v:?}, want {:?}",
+                value(i, k)
+            );
+        }
+    }
+}
+
+/// Everything a frame uses, made before the measurement.
+struct Pipeline {
+    stream: Stream,
+    input: DeviceBuffer<f32>,
+    output: DeviceBuffer<f32>,
+    scores: DeviceBuffer<u32>,
+    /// Four slots: three transfers a frame, and each download is redeemed in the
+    /// next frame, three transfers later, before its slot comes round again.
+    ring: StagingRing,
+    previous: Option<(u64, Ticket<f32>)>,
+}
+
+impl Pipeline {
+    fn frame(&mut self, k: u64) {
+        let Pipeline {
+            stream,
+            input,
+            output,
+            scores,
+            ring,
+            previous,
+        } = self;
+        ring.upload_with(input, N, stream, |px| {
+            for (i, v) in px.iter_mut().enumerate() {
+                *v = value(i, k);
+            }
+        })
+        .expect("upload_with");
+        // The device step: the "model" copies its input to its output and writes
+        // its scores.
+        stream.memcpy_dtod(&*input, output).expect("memcpy_dtod");
+        stream
+            .memset_u32(scores, score_bits(k))
+            .expect("memset_u32");
+        let ticket = ring.download(&*output, N, stream).expect("download");
+
+        // Post-process the previous frame (its download was three transfers ago).
+        if let Some((j, t)) = previous.replace((k, ticket)) {
+            check_frame("download", ring.wait(&t).expect("wait"), j);
+        }
+
+        // Both outputs as one batch, redeemed at once.
+        let mut batch = DownloadBatch::new();
+        let p_out = batch.add(&*output, N).expect("add output");
+        let p_scores = batch.add(&*scores, N_SCORES).expect("add scores");
+        let bt = ring.download_batch(&batch, stream).expect("download_batch");
+        let landed = ring.wait_batch(&bt).expect("wait_batch");
+        check_frame("batch output", landed.get(p_out).expect("get output"), k);
+        let got = landed.get(p_scores).expect("get scores");
+        assert!(
+            got.len() == N_SCORES && got.iter().all(|&s| s == score_bits(k)),
+            "batch scores of frame {k}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_warm_ring_frame_loop_allocates_nothing_and_starts_no_thread() {
+    let ctx = Context::new(0)
+        .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
+    let mut p = Pipeline {
+        stream: Stream::new(&ctx).expect("Stream::new"),
+        input: DeviceBuffer::alloc(N).expect("alloc input"),
+        output: DeviceBuffer::alloc(N).expect("alloc output"),
+        scores: DeviceBuffer::alloc(N_SCORES).expect("alloc scores"),
+        ring: StagingRing::with_slots(4).expect("four slots"),
+        previous: None,
+    };
+    for k in 0..WARM_UP_FRAMES {
+        p.frame(k);
+    }
+    let warm = p.ring.stats();
+    let capacity = p.ring.capacity();
+    let threads_before = threads();
+
+    let before = allocations();
+    for k in WARM_UP_FRAMES..WARM_UP_FRAMES + STEADY_FRAMES {
+        p.frame(k);
+    }
+    let after = allocations();
+
+    let threads_after = threads();
+    let steady = p.ring.stats();
+    let (j, t) = p.previous.take().expect("a last frame");
+    check_frame("last download", p.ring.wait(&t).expect("wait"), j);
+
+    assert_eq!(
+        after.1 - before.1,
+        0,
+        "heap allocations on the frame loop's thread in {STEADY_FRAMES} frames"
+    );
+    assert_eq!(
+        after.0 - before.0,
+        0,
+        "heap allocations of the process in {STEADY_FRAMES} frames"
+    );
+    match (threads_before, threads_after) {
+        (Some(b), Some(a)) => assert_eq!(a, b, "threads started or ended meanwhile"),
+        _ => eprintln!("no /proc/self/task here: thread count not checked"),
+    }
+    assert_eq!(
+        steady.allocations, warm.allocations,
+        "nothing pinned: {steady:?}"
+    );
+    assert_eq!(p.ring.capacity(), capacity);
+    assert_eq!(steady.uploads - warm.uploads, STEADY_FRAMES);
+    assert_eq!(steady.downloads - warm.downloads, 2 * STEADY_FRAMES);
+}

@@ -197,11 +197,15 @@ mod tests {
             "cuEventDestroy",
             Error::Driver(DriverError::new(cuda_sys::CUDA_ERROR_INVALID_CONTEXT)),
         );
-        assert!(deferred_error_count() >= before + 2);
+        assert_eq!(
+            deferred_error_count(),
+            before + 2,
+            "nothing else here records"
+        );
         match check_deferred_errors() {
             Err(Error::Deferred { what, more, source }) => {
                 assert_eq!(what, "cuMemFree");
-                assert!(more >= 1, "{more}");
+                assert_eq!(more, 1, "the second error is counted behind the first");
                 assert_eq!(
                     source.driver_code(),
                     Some(cuda_sys::CUDA_ERROR_INVALID_VALUE)

@@ -125,7 +125,8 @@ mod tests {
                 len: 10
             }
         );
-        assert!(checked_range("x", 5..4, 10).is_err(), "reversed");
+        let (start, end) = (5, 4);
+        assert!(checked_range("x", start..end, 10).is_err(), "reversed");
         assert!(
             checked_range("x", ..=usize::MAX, 10).is_err(),
             "end overflows"

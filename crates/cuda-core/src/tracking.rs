@@ -176,9 +176,22 @@ impl Tracker {
         }
     }
 
-    /// Whether any queued use may still be pending (no driver call).
+    /// Whether no queued use may still be pending, as far as synchronisations
+    /// through this crate have seen (no driver call).
     pub(crate) fn is_idle(&self) -> bool {
-        self.pending.load(Ordering::Acquire) == 0
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return true;
+        }
+        let mut st = self.lock();
+        let done = st
+            .stream
+            .as_ref()
+            .is_none_or(|s| s.is_complete(st.last_use));
+        if done {
+            *st = Pending::default();
+            self.pending.store(0, Ordering::Release);
+        }
+        done
     }
 
     /// Waits until the host may read (`write == false`) or write and free

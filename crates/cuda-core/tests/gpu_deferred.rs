@@ -22,7 +22,7 @@ use cuda_core::{
 };
 
 /// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED`.
-const HOST_MEMORY_NOT_REGISTERED: u32 = 713;
+const HOST_MEMORY_NOT_REGISTERED: u32 = cuda_core::sys::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 
 /// Held by each test here: they read and drain the process-wide store.
 fn exclusive() -> MutexGuard<'static, ()> {

@@ -258,6 +258,9 @@ impl<'s> Landed<'s> {
             });
         }
         let bytes = part.len * std::mem::size_of::<T>();
+        if bytes == 0 {
+            return Ok(crate::buffer::no_bytes(part.len));
+        }
         let region = self
             .bytes
             .get(part.offset..part.offset + bytes)
@@ -313,7 +316,7 @@ impl crate::StagingBuffer {
         self.finish_transfer(0);
         r?;
         self.stats.batched_transfers += 1;
-        self.stats.bytes_downloaded += total as u64;
+        self.stats.bytes_downloaded += batch.layout.lens.iter().sum::<usize>() as u64;
         let bytes = &self.capacity.buffer(total)?.as_slice()?[..total];
         Ok(Landed {
             bytes,
@@ -374,7 +377,7 @@ impl crate::StagingBuffer {
         self.finish_transfer(copied);
         r?;
         self.stats.batched_transfers += 1;
-        self.stats.bytes_uploaded += total as u64;
+        self.stats.bytes_uploaded += copied as u64;
         Ok(())
     }
 }

@@ -256,6 +256,8 @@ impl StagingRing {
         src: &[T],
         stream: &Stream,
     ) -> Result<()> {
+        // Checked here too, so that errors name `upload`.
+        check_transfer::<T>("StagingRing::upload", src.len(), dst, stream)?;
         let copier = Copier::new(
             if self.copy_threads > 1 {
                 pool::global().map(|p| &**p)
@@ -345,7 +347,7 @@ impl StagingRing {
         }
         self.queued(k, stream)?;
         self.stats.downloads += 1;
-        self.stats.bytes_downloaded += total as u64;
+        self.stats.bytes_downloaded += batch.layout.lens.iter().sum::<usize>() as u64;
         Ok(BatchTicket {
             ring: self.id,
             slot: k,

@@ -9,6 +9,14 @@ mod common;
 
 use common::*;
 use cuda_core::{DeviceBuffer, Error, Event, PinnedBuffer, Stream};
+
+/// These tests time copies and watch them run: one at a time, so one test's copies
+/// do not queue behind another's on the shared copy engine (that made a 64 MiB upload
+/// time at 31 ms once).
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 // ---------------------------------------------------------------------------
 // Events
 // ---------------------------------------------------------------------------
@@ -16,6 +24,7 @@ use cuda_core::{DeviceBuffer, Error, Event, PinnedBuffer, Stream};
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn event_query_is_false_while_copies_run_and_true_after_synchronize() {
+    let _one_at_a_time = serial();
     let ctx = gpu();
     let stream = Stream::new(&ctx).expect("Stream::new");
     let mut event = Event::new(&ctx).expect("Event::new");
@@ -63,6 +72,7 @@ fn event_query_is_false_while_copies_run_and_true_after_synchronize() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn event_synchronize_waits_for_the_copies_recorded_before_it() {
+    let _one_at_a_time = serial();
     // `Event::synchronize` also tells the buffers that what was queued before the
     // event is done, so their accessors stop waiting: were the wait not real, the
     // reads below would see the garbage the destinations were filled with.
@@ -86,6 +96,7 @@ fn event_synchronize_waits_for_the_copies_recorded_before_it() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn elapsed_ms_of_a_64_mib_copy_is_plausible() {
+    let _one_at_a_time = serial();
     let ctx = gpu();
     let stream = Stream::new(&ctx).expect("Stream::new");
     let (mut start, mut end) = (
@@ -138,6 +149,7 @@ fn elapsed_ms_of_a_64_mib_copy_is_plausible() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn elapsed_ms_without_timing_is_invalid_argument() {
+    let _one_at_a_time = serial();
     let ctx = gpu();
     let stream = Stream::new(&ctx).expect("Stream::new");
     let mut plain_a = Event::new(&ctx).expect("Event::new");
@@ -175,6 +187,7 @@ fn elapsed_ms_without_timing_is_invalid_argument() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn stream_wait_orders_a_second_stream_after_an_event() {
+    let _one_at_a_time = serial();
     // Stream A uploads 64 MiB into `d` and records an event; stream B waits on the
     // event, then downloads `d`. B must see the new data.
     //

@@ -20,21 +20,33 @@ use crate::StagingPod;
 pub const MAX_COPY_THREADS: usize = 64;
 
 /// A predicted transfer wakes one helper per this many bytes of its largest host
-/// copy, up to the buffer's copy threads: 150528 B wakes 2, 1 MiB and more wake 7
-/// with the default 8 threads.
+/// copy, up to [`PREDICTED_HELPERS_MAX`]: 150528 B wakes 2, 448 KiB and more wake 7.
 const HELPER_BYTES: usize = 64 << 10;
+
+/// The most helpers a predicted transfer wakes (and low-latency mode keeps hot):
+/// the CPU cost stated in the crate docs. A transfer still uses every copy thread
+/// it finds awake.
+const PREDICTED_HELPERS_MAX: usize = 7;
+
+/// Uploads copy in on at most this many threads. On the 16-core H200 host 16
+/// threads left uploads within 4% of 8 (issue 5's runs), while downloads gained
+/// (below), so uploads keep the setting their back-to-back numbers were measured
+/// with.
+pub(crate) const UPLOAD_MAX_THREADS: usize = 8;
 
 /// Low-latency mode keeps helpers spinning while transfers come at least this
 /// often.
 const KEEP_HOT: Duration = Duration::from_millis(100);
 
-/// The copy-thread default: half the cores, at least 1, at most 16.
+/// The copy-thread default: every core, at most 16 (the caller and up to 15 pool
+/// workers). Uploads use at most 8 of them ([`StagingBuffer::set_copy_threads`]).
 ///
-/// On the 32-core H200 host 16 threads against 8 took downloads of 512 KiB to
-/// 4.7 MiB from 29.4 to 26.7 µs, 88.4 to 73.3 µs and 193 to 170 µs (512 KiB, 2 MiB,
-/// 4.7 MiB), and left uploads within 4%; `copy_probe`'s interleaved runs.
+/// Downloads copy out faster on more threads. On the 16-core H200 host, back to
+/// back (`frames` bench, `chunks` section, p50), 16 threads against 8 took
+/// `download` of 4915200 B from 136 to 117 µs and of 1 MiB from 48 to 43 µs; on the
+/// 32-core host, 512 KiB to 4.7 MiB gained 9-19% the same way.
 pub fn default_copy_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).clamp(1, 16))
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 16))
 }
 
 /// A grow-on-demand, reused page-locked host buffer used to stage transfers.
@@ -225,9 +237,10 @@ impl StagingBuffer {
     /// [`MAX_COPY_THREADS`]. The helpers come from the process-wide pool
     /// ([`crate::pool_threads`] workers, started at the first copy that wants them),
     /// which every buffer shares, so more buffers do not mean more threads.
-    /// Downloads of 8 MiB and more copy out on at most 8 threads: their copy-out
-    /// reads memory rather than cache, and more threads slowed the DMA they compete
-    /// with on the 32-core H200 host (16 MiB: 631 µs on 16 threads, 522 µs on 8).
+    /// Uploads copy in on at most 8 threads, and downloads of 8 MiB and more copy out
+    /// on at most 8: their copy-out reads memory rather than cache, and more threads
+    /// slowed the DMA they compete with on the 32-core H200 host (16 MiB: 631 µs on
+    /// 16 threads, 522 µs on 8).
     pub fn set_copy_threads(&mut self, threads: usize) {
         self.copy_threads = threads.clamp(1, MAX_COPY_THREADS);
         if self.copy_threads == 1 {
@@ -237,7 +250,7 @@ impl StagingBuffer {
 
     /// The chunk size of pipelined `upload` / `download` transfers; 0 (the default)
     /// picks per direction: uploads over 1 MiB in about quarters (256 KiB to 2 MiB),
-    /// downloads over 256 KiB in about eighths (256 KiB to 2 MiB), and uploads of
+    /// downloads over 512 KiB in about eighths (512 KiB to 2 MiB), and uploads of
     /// 64 KiB to 1 MiB in halves when the copy threads are parked.
     pub fn pipeline_chunk_bytes(&self) -> usize {
         self.chunk_bytes
@@ -263,9 +276,8 @@ impl StagingBuffer {
     /// coming at least every 100 ms, so no transfer finds them parked.
     ///
     /// **CPU cost:** while on and in use, one core per helper spins continuously:
-    /// one helper per 64 KiB of the largest host copy of a frame, up to
-    /// `copy_threads - 1` (2 cores for 150528-byte frames, 7 from 448 KiB with the
-    /// default 8 threads). Off, the default wakes helpers only around predicted
+    /// one helper per 64 KiB of the largest host copy of a frame, at most 7 and at
+    /// most `copy_threads - 1` (2 cores for 150528-byte frames, 7 from 448 KiB). Off, the default wakes helpers only around predicted
     /// transfers (see the crate docs).
     pub fn set_low_latency(&mut self, on: bool) {
         self.low_latency = on;
@@ -491,7 +503,9 @@ impl StagingBuffer {
         if self.copy_threads <= 1 {
             return;
         }
-        let helpers = (self.arrivals.burst_copy_bytes() / HELPER_BYTES).min(self.copy_threads - 1);
+        let helpers = (self.arrivals.burst_copy_bytes() / HELPER_BYTES)
+            .min(self.copy_threads - 1)
+            .min(PREDICTED_HELPERS_MAX);
         if helpers == 0 && !self.low_latency {
             if let Some(c) = &self.client {
                 c.forget();

@@ -30,7 +30,7 @@
 //!   - otherwise the host copy is split over the process-wide copy pool (below);
 //!     uploads from 32 KiB write pinned memory with non-temporal stores, which the
 //!     following DMA reads at full speed; large transfers (uploads over 1 MiB,
-//!     downloads over 256 KiB) are cut into chunks so the copy of one overlaps the
+//!     downloads over 512 KiB) are cut into chunks so the copy of one overlaps the
 //!     DMA of another, through a pinned window of at most [`PIPELINE_WINDOW_BYTES`];
 //!     uploads of 64 KiB to 1 MiB that find the pool's threads asleep are cut in two,
 //!     so the calling thread's copy of the second half overlaps the first's DMA;
@@ -58,14 +58,15 @@
 //! One pool of copy threads serves every buffer and ring in the process:
 //! [`pool_threads`] workers (one fewer than the cores, at most 15) plus one
 //! scheduler thread, started at the first copy that wants helpers. A transfer uses
-//! up to [`StagingBuffer::copy_threads`] threads of it (the caller included);
+//! up to [`StagingBuffer::copy_threads`] threads of it (the caller included; by
+//! default every core, at most 16, and at most 8 for uploads);
 //! concurrent transfers share the free workers, and none waits for another's copy.
 //!
 //! A program that calls once per frame finds idle threads parked: a worker spins
 //! 200 µs after its last part, then sleeps. So each buffer watches the rhythm of its
 //! transfers, and when the gaps repeat (every frame, or an upload-download pattern)
 //! it tells the pool when the next one is due; the scheduler wakes the helpers it will
-//! want (one per 64 KiB of the frame's largest host copy, up to `copy_threads - 1`)
+//! want (one per 64 KiB of the frame's largest host copy, at most 7)
 //! 300 µs early, and they spin until the transfer comes, or 500 µs past the
 //! predicted time. **CPU cost of the default:** about 0.35 ms of spinning per helper
 //! per predicted frame (150528-byte frames at 60 fps: 2 helpers, about 4% of one

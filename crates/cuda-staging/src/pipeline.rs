@@ -9,6 +9,7 @@
 
 use cuda_core::{DeviceView, DeviceViewMut, Event, PinnedBuffer, PinnedViewMut, Result, Stream};
 
+use crate::buffer::UPLOAD_MAX_THREADS;
 use crate::capacity::internal;
 use crate::copy::{streams, Copier};
 use crate::routing::Direction;
@@ -24,7 +25,7 @@ pub(crate) const MAX_SLOTS: usize = 8;
 
 /// With the automatic chunk, transfers up to this size are copied and DMA'd in
 /// one piece (when the copy threads are awake); larger ones are cut.
-const PIPELINE_MIN_BYTES: [usize; 2] = [1 << 20, 256 << 10];
+const PIPELINE_MIN_BYTES: [usize; 2] = [1 << 20, 512 << 10];
 
 /// Uploads from this size, when the copy threads are parked, are cut in two even
 /// chunks: the calling thread copies mostly alone, and the copy of the second half
@@ -80,13 +81,16 @@ impl Plan {
 /// The automatic pipeline chunk, from the copy_probe sweeps on the 32-core H200 host
 /// (copy threads 1 to 16, chunks 64 KiB to 2 MiB). Uploads pipeline from 1 MiB and do
 /// best with about four chunks (4.7 MiB: 130 µs at 1.25 MiB chunks, 156–166 µs at
-/// 256 KiB). Downloads pipeline from 256 KiB with smaller chunks, because the host
-/// copy-out waits for the first chunk to land: 512 KiB to 2 MiB in 256 KiB chunks
+/// 256 KiB). Downloads pipeline with smaller chunks, because the host copy-out
+/// waits for the first chunk to land: 512 KiB to 2 MiB in 256 KiB chunks
 /// (8 threads, 1 MiB: 54.7 µs against 61.9 µs in one piece; 2 MiB: 96.5 against
 /// 110), 4.7 MiB in eighths (183–211 µs at 512 KiB chunks, 209–229 µs at 1.25 MiB).
 /// Chunks of 64 KiB lose everywhere (each extra DMA costs a few µs). Chunks stop at
-/// 2 MiB, and are evened out (4.7 MiB downloads: 8 chunks of 600 KiB). Uploads
-/// from [`COLD_SPLIT_MIN_BYTES`] up to 1 MiB are cut in two when `cold`.
+/// 2 MiB, and are evened out (4.7 MiB downloads: 8 chunks of 600 KiB). On the
+/// 16-core H200 host with 16 copy threads (`frames` bench, `chunks`, back to back)
+/// download chunks under 512 KiB lost: 2 MiB took 76 µs in 256 KiB chunks and 58 µs
+/// in 512 KiB ones, 1 MiB 43 µs either way; so download chunks are at least 512 KiB.
+/// Uploads from [`COLD_SPLIT_MIN_BYTES`] up to 1 MiB are cut in two when `cold`.
 pub(crate) fn auto_chunk_bytes(bytes: usize, direction: Direction, cold: bool) -> usize {
     let min = match direction {
         Direction::HostToDevice => PIPELINE_MIN_BYTES[0],
@@ -100,7 +104,7 @@ pub(crate) fn auto_chunk_bytes(bytes: usize, direction: Direction, cold: bool) -
     }
     let (pieces, least) = match direction {
         Direction::HostToDevice => (4, 256 << 10),
-        Direction::DeviceToHost => (8, 256 << 10),
+        Direction::DeviceToHost => (8, 512 << 10),
     };
     let target = (bytes / pieces)
         .clamp(least, 2 << 20)
@@ -124,7 +128,8 @@ pub(crate) struct Stage<'a> {
 }
 
 impl Stage<'_> {
-    /// Stages `src` into `dst` (equal lengths), returning once it has landed.
+    /// Stages `src` into `dst` (equal lengths), returning once it has landed, copying
+    /// in on at most [`UPLOAD_MAX_THREADS`] threads.
     pub(crate) fn upload(self, src: &[u8], dst: &mut DeviceViewMut<'_, u8>) -> Result<()> {
         let Stage {
             window,
@@ -133,6 +138,7 @@ impl Stage<'_> {
             copier,
             plan,
         } = self;
+        let copier = copier.at_most(UPLOAD_MAX_THREADS);
         if plan.chunks == 1 {
             let bytes = plan.bytes;
             let slot = window.as_mut_slice()?;
@@ -241,7 +247,7 @@ mod tests {
     #[test]
     fn automatic_chunks_leave_no_sliver() {
         for (bytes, direction) in [
-            ((256 << 10) + 1, Direction::DeviceToHost),
+            ((512 << 10) + 1, Direction::DeviceToHost),
             ((2 << 20) + 1, Direction::DeviceToHost),
             (4_915_200, Direction::DeviceToHost),
             ((1 << 20) + 1, Direction::HostToDevice),
@@ -259,7 +265,7 @@ mod tests {
         // At or below the pipelining bound a transfer stays in one piece when the
         // copy threads are awake.
         assert_eq!(
-            Plan::new(256 << 10, 1 << 20, 0, Direction::DeviceToHost, false).chunks,
+            Plan::new(512 << 10, 1 << 20, 0, Direction::DeviceToHost, false).chunks,
             1
         );
         assert_eq!(

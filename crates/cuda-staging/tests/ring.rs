@@ -278,6 +278,14 @@ impl Busy {
     }
 }
 
+/// About 8 ms of queued device work: the slot-wait counts below must not depend on
+/// the test thread being scheduled within one millisecond while other tests run.
+fn long_busy(busy: &mut Busy, stream: &Stream) {
+    for _ in 0..8 {
+        busy.queue(stream);
+    }
+}
+
 /// Pins every slot of `ring` for transfers of up to `bytes` (a download each, waited
 /// for), so that later transfers spend no time pinning (about a millisecond for a
 /// few MiB): work queued behind [`Busy`] is then certainly still pending when the
@@ -580,7 +588,7 @@ fn a_slot_is_not_reused_while_its_copy_is_in_flight() {
     let d = device_with::<f32>(n, s_d);
 
     // An upload after an upload: the one slot is still read by the first DMA.
-    busy.queue(&stream);
+    long_busy(&mut busy, &stream);
     ring.upload_with(&mut a, n, &stream, |px| px.copy_from_slice(&data_a))
         .unwrap();
     ring.upload_with(&mut b, n, &stream, |px| px.copy_from_slice(&data_b))
@@ -599,7 +607,7 @@ fn a_slot_is_not_reused_while_its_copy_is_in_flight() {
     );
 
     // A download after an upload.
-    busy.queue(&stream);
+    long_busy(&mut busy, &stream);
     ring.upload_with(&mut a, n, &stream, |px| px.copy_from_slice(&data_b))
         .unwrap();
     let t = ring.download(&c, n, &stream).unwrap();
@@ -617,7 +625,7 @@ fn a_slot_is_not_reused_while_its_copy_is_in_flight() {
     ring.synchronize().unwrap();
 
     // An upload after a download whose ticket was not redeemed.
-    busy.queue(&stream);
+    long_busy(&mut busy, &stream);
     let t = ring.download(&d, n, &stream).unwrap();
     ring.upload_with(&mut b, n, &stream, |px| px.copy_from_slice(&data_a))
         .unwrap();

@@ -239,7 +239,11 @@ pub unsafe fn stream_wait_event(stream: CUstream, event: CUevent) -> Result<()> 
 pub unsafe fn stream_query(stream: CUstream) -> Result<bool> {
     let d = driver()?;
     // SAFETY: condition 1.
-    let rc = unsafe { (d.cuStreamQuery)(stream) };
+    ready(unsafe { (d.cuStreamQuery)(stream) })
+}
+
+/// `CUDA_SUCCESS` as `true`, `CUDA_ERROR_NOT_READY` as `false`, anything else an error.
+fn ready(rc: CuResult) -> Result<bool> {
     if rc == cuda_sys::CUDA_ERROR_NOT_READY {
         return Ok(false);
     }
@@ -253,11 +257,7 @@ pub unsafe fn stream_query(stream: CUstream) -> Result<bool> {
 pub unsafe fn event_query(event: CUevent) -> Result<bool> {
     let d = driver()?;
     // SAFETY: condition 1.
-    let rc = unsafe { (d.cuEventQuery)(event) };
-    if rc == cuda_sys::CUDA_ERROR_NOT_READY {
-        return Ok(false);
-    }
-    check(rc).map(|()| true)
+    ready(unsafe { (d.cuEventQuery)(event) })
 }
 
 /// `cuEventElapsedTime`: milliseconds between two completed timing events.

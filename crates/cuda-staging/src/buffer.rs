@@ -4,7 +4,8 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use cuda_core::{
-    byte_len, Context, DeviceBuffer, DeviceView, DeviceViewMut, Error, Event, Result, Stream,
+    byte_len, Context, DeviceBuffer, DeviceView, DeviceViewMut, Error, Event, PinnedBuffer, Result,
+    Stream,
 };
 
 use crate::arrivals::Arrivals;
@@ -322,12 +323,7 @@ impl StagingBuffer {
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
-        fill(cast_mut::<T>(&mut pinned.as_mut_slice()?[..bytes])?);
-        let r = stream
-            .memcpy_htod(
-                &pinned.slice(..bytes)?,
-                &mut dst.as_bytes_mut().slice_mut(..bytes)?,
-            )
+        let r = queue_filled_upload(pinned, bytes, dst, stream, fill)
             .and_then(|()| stream.synchronize());
         self.finish_transfer(0);
         r?;
@@ -563,6 +559,23 @@ impl fmt::Debug for StagingBuffer {
             .field("stats", &self.stats)
             .finish()
     }
+}
+
+/// Lets `fill` write the first `bytes` of `pinned` as elements of `T`, then queues
+/// their copy into the start of `dst` on `stream` (the step `upload_with` shares
+/// with the ring's).
+pub(crate) fn queue_filled_upload<T: StagingPod>(
+    pinned: &mut PinnedBuffer<u8>,
+    bytes: usize,
+    dst: &mut DeviceBuffer<T>,
+    stream: &Stream,
+    fill: impl FnOnce(&mut [T]),
+) -> Result<()> {
+    fill(cast_mut::<T>(&mut pinned.as_mut_slice()?[..bytes])?);
+    stream.memcpy_htod(
+        &pinned.slice(..bytes)?,
+        &mut dst.as_bytes_mut().into_slice_mut(..bytes)?,
+    )
 }
 
 /// `n` values of `T` that take no bytes: `n` zero-sized values, or none.

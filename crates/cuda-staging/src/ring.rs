@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cuda_core::{Context, DeviceBuffer, Error, Event, PinnedBuffer, Result, Stream};
 
 use crate::batch::{DownloadBatch, Landed};
-use crate::buffer::{cast, cast_mut, check_transfer, default_copy_threads, no_bytes};
+use crate::buffer::{cast, check_transfer, default_copy_threads, no_bytes, queue_filled_upload};
 use crate::capacity::grow_capacity;
 use crate::copy::{streams, Copier};
 use crate::pool;
@@ -234,13 +234,8 @@ impl StagingRing {
             return Ok(());
         }
         let k = self.take_slot(bytes, stream.context())?;
-        let slot = &mut self.slots[k];
-        let pinned = slot.pinned.as_mut().ok_or_else(missing)?;
-        fill(cast_mut::<T>(&mut pinned.as_mut_slice()?[..bytes])?);
-        stream.memcpy_htod(
-            &pinned.slice(..bytes)?,
-            &mut dst.as_bytes_mut().into_slice_mut(..bytes)?,
-        )?;
+        let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
+        queue_filled_upload(pinned, bytes, dst, stream, fill)?;
         self.queued(k, stream)?;
         self.stats.uploads += 1;
         self.stats.bytes_uploaded += bytes as u64;

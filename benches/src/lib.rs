@@ -25,6 +25,10 @@
 //! its plan in [`frames`], its gaps in [`gap`], its runners in [`frame_loop`],
 //! [`pipelines`] and [`chunks`], its percentiles in [`stats`] and its output in
 //! [`records`]. Both benches check their data with [`pattern`].
+//!
+//! The `pipeline` bench (issue 13: one inference-shaped pipeline of frames, run
+//! synchronously or through the staging ring, and batched downloads) and the
+//! `pipeline` example share [`pipeline`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod chunks;
@@ -33,6 +37,7 @@ pub mod frame_loop;
 pub mod frames;
 pub mod gap;
 pub mod pattern;
+pub mod pipeline;
 pub mod pipelines;
 pub mod records;
 pub mod stats;

@@ -1,5 +1,6 @@
 //! What the `frames` bench reports: `$BENCH_RECORDS_DIR/frames.json` for the
-//! renderer, and compact tables on stdout for whoever reads the log first.
+//! renderer, and compact tables on stdout for whoever reads the log first. The
+//! writer ([`write_records_file`]) serves the `pipeline` bench too.
 //!
 //! The JSON is `{"records": [...]}` with two record shapes, fixed with the renderer:
 //!
@@ -95,21 +96,37 @@ pub enum Record {
 }
 
 #[derive(Serialize)]
-struct RecordsFile<'a> {
-    records: &'a [Record],
+struct RecordsFile<'a, R> {
+    records: &'a [R],
 }
 
 /// `{"records": [...]}`, pretty-printed.
 pub fn to_json(records: &[Record]) -> String {
+    records_json(records)
+}
+
+/// `{"records": [...]}` of any records, pretty-printed (what every bench executable
+/// writes).
+pub fn records_json<R: Serialize>(records: &[R]) -> String {
     serde_json::to_string_pretty(&RecordsFile { records })
         .expect("records hold only strings and finite numbers")
 }
 
 /// Writes `records` to `dir/frames.json`, creating `dir`; returns the path.
 pub fn write_records(dir: &Path, records: &[Record]) -> Result<PathBuf, String> {
+    write_records_file(dir, FRAMES_FILE, records)
+}
+
+/// Writes `records` as `{"records": [...]}` to `dir/file`, creating `dir`; returns
+/// the path.
+pub fn write_records_file<R: Serialize>(
+    dir: &Path,
+    file: &str,
+    records: &[R],
+) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let path = dir.join(FRAMES_FILE);
-    std::fs::write(&path, to_json(records) + "\n")
+    let path = dir.join(file);
+    std::fs::write(&path, records_json(records) + "\n")
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)
 }

@@ -1,0 +1,486 @@
+//! What the `pipeline` bench reports: `$BENCH_RECORDS_DIR/pipeline.json` for the
+//! renderer, and compact tables with the issue's targets on stdout.
+//!
+//! The JSON is `{"records": [...]}` with two record shapes, fixed with the renderer
+//! (every key always present; `null` where a value does not apply):
+//!
+//! ```json
+//! {"scenario": "pipeline", "column": "ring", "fps": 281.0, "p50_us": 3550.2,
+//!  "p99_us": 3890.0, "samples": 300}
+//! {"scenario": "pipeline", "column": "ideal", "fps": 290.1, "p50_us": null,
+//!  "p99_us": null, "samples": null}
+//! {"scenario": "batch", "column": "batched", "bytes": 236544, "median_us": 14.1,
+//!  "p99_us": 17.9, "samples": 1000}
+//! ```
+//!
+//! Pipeline columns: `pageable-sync`, `staging-sync`, `ring` (frames per second over
+//! the loop's wall time, p50 / p99 of the frame time), `ideal` (`1e6 / max(cpu-stage
+//! p50, gpu-stage p50)`, no latencies of its own), `cpu-stage` and `gpu-stage` (each
+//! timed alone; `fps` is `1e6 / p50`).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::batch::BatchRun;
+use super::loops::LoopRun;
+use super::stages::StageTimes;
+use crate::stats::Summary;
+
+/// The file name of the records.
+pub const PIPELINE_FILE: &str = "pipeline.json";
+
+/// The scenario of the frame-loop columns.
+pub const PIPELINE_SCENARIO: &str = "pipeline";
+/// The scenario of the batched downloads.
+pub const BATCH_SCENARIO: &str = "batch";
+
+/// One column of the `pipeline` scenario.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FpsRecord {
+    /// Always `pipeline`.
+    pub scenario: &'static str,
+    /// `pageable-sync`, `staging-sync`, `ring`, `ideal`, `cpu-stage` or `gpu-stage`.
+    pub column: &'static str,
+    /// Frames per second.
+    pub fps: f64,
+    /// Nearest-rank median of the frame (or stage) time, µs; `null` for `ideal`.
+    pub p50_us: Option<f64>,
+    /// Nearest-rank 99th percentile, µs; `null` for `ideal`.
+    pub p99_us: Option<f64>,
+    /// Timed frames (or stage runs); `null` for `ideal`.
+    pub samples: Option<u64>,
+}
+
+impl FpsRecord {
+    fn timed(column: &'static str, fps: f64, s: &Summary) -> FpsRecord {
+        FpsRecord {
+            scenario: PIPELINE_SCENARIO,
+            column,
+            fps,
+            p50_us: Some(s.p50_us()),
+            p99_us: Some(s.p99_us()),
+            samples: Some(s.samples as u64),
+        }
+    }
+
+    /// A loop's record.
+    pub fn of_loop(run: &LoopRun) -> FpsRecord {
+        FpsRecord::timed(run.column.name(), run.fps, &run.frame_time)
+    }
+
+    /// A stage timed alone: its rate is one over its median.
+    pub fn of_stage(column: &'static str, s: &Summary) -> FpsRecord {
+        FpsRecord::timed(column, 1e6 / s.p50_us().max(f64::MIN_POSITIVE), s)
+    }
+
+    /// `ideal`: one over the slower stage's median.
+    pub fn ideal(stages: &StageTimes) -> FpsRecord {
+        FpsRecord {
+            scenario: PIPELINE_SCENARIO,
+            column: "ideal",
+            fps: stages.ideal_fps(),
+            p50_us: None,
+            p99_us: None,
+            samples: None,
+        }
+    }
+}
+
+/// The `pipeline` records: the loops measured, then `ideal`, `cpu-stage` and
+/// `gpu-stage`.
+pub fn fps_records(stages: &StageTimes, loops: &[LoopRun]) -> Vec<FpsRecord> {
+    let mut r: Vec<FpsRecord> = loops.iter().map(FpsRecord::of_loop).collect();
+    r.push(FpsRecord::ideal(stages));
+    r.push(FpsRecord::of_stage("cpu-stage", &stages.cpu));
+    r.push(FpsRecord::of_stage("gpu-stage", &stages.gpu));
+    r
+}
+
+/// One column of the `batch` scenario.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BatchRecord {
+    /// Always `batch`.
+    pub scenario: &'static str,
+    /// `separate`, `batched`, `batched-queued` or `largest-alone`.
+    pub column: &'static str,
+    /// Bytes one repetition moves.
+    pub bytes: u64,
+    /// Nearest-rank median time per repetition, µs.
+    pub median_us: f64,
+    /// Nearest-rank 99th percentile, µs.
+    pub p99_us: f64,
+    /// Timed repetitions.
+    pub samples: u64,
+}
+
+impl BatchRecord {
+    /// A column's record.
+    pub fn of(run: &BatchRun) -> BatchRecord {
+        BatchRecord {
+            scenario: BATCH_SCENARIO,
+            column: run.column.name(),
+            bytes: run.column.bytes() as u64,
+            median_us: run.time.p50_us(),
+            p99_us: run.time.p99_us(),
+            samples: run.time.samples as u64,
+        }
+    }
+}
+
+/// Either record, serialised without a tag (the fields tell them apart).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Record {
+    /// A `pipeline` column.
+    Fps(FpsRecord),
+    /// A `batch` column.
+    Batch(BatchRecord),
+}
+
+/// Which way a target bounds its ratio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// The ratio must be at least the bound.
+    AtLeast,
+    /// The ratio must be at most the bound.
+    AtMost,
+}
+
+/// One of issue 13's targets, and the ratio measured for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    /// What is divided by what, e.g. `ring / ideal (frames/s)`.
+    pub what: &'static str,
+    /// The ratio; `None` when a column is missing.
+    pub ratio: Option<f64>,
+    /// The bound's direction.
+    pub bound: Bound,
+    /// The bound.
+    pub limit: f64,
+}
+
+impl Target {
+    /// Whether the ratio meets the bound (`None` when there is no ratio).
+    pub fn met(&self) -> Option<bool> {
+        self.ratio.map(|r| match self.bound {
+            Bound::AtLeast => r >= self.limit,
+            Bound::AtMost => r <= self.limit,
+        })
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    let (a, b) = (a?, b?);
+    (b > 0.0 && a.is_finite() && b.is_finite()).then(|| a / b)
+}
+
+/// Issue 13's targets, from the records (frame-time and allocation targets aside:
+/// those need no ratio or a GPU test).
+pub fn targets(fps: &[FpsRecord], batch: &[BatchRecord]) -> Vec<Target> {
+    let find = |c: &str| fps.iter().find(|r| r.column == c);
+    let fps_of = |c: &str| find(c).map(|r| r.fps);
+    let median = |c: &str| batch.iter().find(|r| r.column == c).map(|r| r.median_us);
+    let ring = find("ring");
+    vec![
+        Target {
+            what: "ring / ideal (frames/s)",
+            ratio: ratio(fps_of("ring"), fps_of("ideal")),
+            bound: Bound::AtLeast,
+            limit: 0.9,
+        },
+        Target {
+            what: "ring / staging-sync (frames/s)",
+            ratio: ratio(fps_of("ring"), fps_of("staging-sync")),
+            bound: Bound::AtLeast,
+            limit: 1.6,
+        },
+        Target {
+            what: "ring p99 / ring p50 (frame time)",
+            ratio: ratio(ring.and_then(|r| r.p99_us), ring.and_then(|r| r.p50_us)),
+            bound: Bound::AtMost,
+            limit: 1.5,
+        },
+        Target {
+            what: "batched / largest-alone (median)",
+            ratio: ratio(median("batched"), median("largest-alone")),
+            bound: Bound::AtMost,
+            limit: 1.3,
+        },
+        Target {
+            what: "separate / batched (median)",
+            ratio: ratio(median("separate"), median("batched")),
+            bound: Bound::AtLeast,
+            limit: 2.0,
+        },
+    ]
+}
+
+fn opt(v: Option<f64>, width: usize) -> String {
+    v.map_or_else(|| format!("{:>width$}", "-"), |v| format!("{v:>width$.1}"))
+}
+
+/// The pipeline table: a row per column, frames/s and p50 / p99 frame time.
+pub fn pipeline_table(stages: &StageTimes, scratch_bytes: usize, fps: &[FpsRecord]) -> String {
+    let mut out = String::new();
+    if fps.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "pipeline: 640x640x3 u8 frame -> preprocess -> 4915200 B up -> model -> 2822400 B + \
+         4/16/64 KiB down -> postprocess"
+    );
+    let _ = writeln!(
+        out,
+        "  model stand-in: {} MiB of device copies in {} calls ({} MiB scratch); gpu-stage \
+         without it {:.0} us",
+        stages.work.bytes >> 20,
+        stages.work_copies,
+        scratch_bytes >> 20,
+        stages.bare_gpu.p50_us()
+    );
+    let _ = writeln!(
+        out,
+        "{:>14} {:>9} {:>9} {:>9} {:>7}",
+        "column", "frames/s", "p50 us", "p99 us", "frames"
+    );
+    for r in fps {
+        let _ = writeln!(
+            out,
+            "{:>14} {:>9.1} {} {} {:>7}",
+            r.column,
+            r.fps,
+            opt(r.p50_us, 9),
+            opt(r.p99_us, 9),
+            r.samples.map_or_else(|| "-".to_string(), |n| n.to_string())
+        );
+    }
+    out
+}
+
+/// The batch table: a row per column.
+pub fn batch_table(batch: &[BatchRecord]) -> String {
+    let mut out = String::new();
+    if batch.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "batch: 4 KiB + 16 KiB + 64 KiB + 150528 B downloaded back to back"
+    );
+    let _ = writeln!(
+        out,
+        "{:>14} {:>7} {:>9} {:>9} {:>7}",
+        "column", "bytes", "p50 us", "p99 us", "reps"
+    );
+    for r in batch {
+        let _ = writeln!(
+            out,
+            "{:>14} {:>7} {:>9.1} {:>9.1} {:>7}",
+            r.column, r.bytes, r.median_us, r.p99_us, r.samples
+        );
+    }
+    out
+}
+
+/// The targets, one line each: the ratio, the bound, and whether it is met.
+pub fn targets_table(targets: &[Target]) -> String {
+    let mut out = String::from("targets (issue 13, H200):\n");
+    for t in targets {
+        let bound = match t.bound {
+            Bound::AtLeast => ">=",
+            Bound::AtMost => "<=",
+        };
+        let verdict = match t.met() {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "not measured",
+        };
+        let _ = writeln!(
+            out,
+            "  {:<34} {:>6} (target {bound} {:.2}) {verdict}",
+            t.what,
+            t.ratio
+                .map_or_else(|| "-".to_string(), |r| format!("{r:.2}x")),
+            t.limit
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::batch::BatchColumn;
+    use crate::pipeline::device::Work;
+    use crate::pipeline::loops::LoopColumn;
+    use crate::records::records_json;
+    use serde_json::Value;
+    use std::time::Duration;
+
+    fn summary(p50_us: u64, p99_us: u64, samples: usize) -> Summary {
+        Summary {
+            p50: Duration::from_micros(p50_us),
+            p99: Duration::from_micros(p99_us),
+            samples,
+        }
+    }
+
+    fn stages() -> StageTimes {
+        StageTimes {
+            cpu: summary(4000, 4400, 30),
+            gpu: summary(3900, 4000, 30),
+            bare_gpu: summary(400, 450, 30),
+            work: Work { bytes: 3 << 30 },
+            work_copies: 6,
+            scratch_copy: Duration::from_micros(590),
+        }
+    }
+
+    fn loops() -> Vec<LoopRun> {
+        let run = |column, fps, p50, p99| LoopRun {
+            column,
+            fps,
+            frame_time: summary(p50, p99, 300),
+        };
+        vec![
+            run(LoopColumn::PageableSync, 100.0, 10_000, 12_000),
+            run(LoopColumn::StagingSync, 125.0, 8000, 9000),
+            run(LoopColumn::Ring, 240.0, 4100, 5000),
+        ]
+    }
+
+    fn batch() -> Vec<BatchRecord> {
+        let run = |column, p50, p99| {
+            BatchRecord::of(&BatchRun {
+                column,
+                time: summary(p50, p99, 1000),
+            })
+        };
+        vec![
+            run(BatchColumn::Separate, 60, 80),
+            run(BatchColumn::Batched, 20, 30),
+            run(BatchColumn::BatchedQueued, 24, 30),
+            run(BatchColumn::LargestAlone, 16, 20),
+        ]
+    }
+
+    fn keys(v: &Value) -> Vec<&str> {
+        let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        k.sort_unstable();
+        k
+    }
+
+    #[test]
+    fn records_have_exactly_the_agreed_fields() {
+        let mut all: Vec<Record> = fps_records(&stages(), &loops())
+            .into_iter()
+            .map(Record::Fps)
+            .collect();
+        all.extend(batch().into_iter().map(Record::Batch));
+        let v: Value = serde_json::from_str(&records_json(&all)).unwrap();
+        let recs = v["records"].as_array().unwrap();
+        let columns: Vec<&str> = recs.iter().map(|r| r["column"].as_str().unwrap()).collect();
+        assert_eq!(
+            columns,
+            [
+                "pageable-sync",
+                "staging-sync",
+                "ring",
+                "ideal",
+                "cpu-stage",
+                "gpu-stage",
+                "separate",
+                "batched",
+                "batched-queued",
+                "largest-alone"
+            ]
+        );
+        let pipeline_keys = ["column", "fps", "p50_us", "p99_us", "samples", "scenario"];
+        for r in &recs[..6] {
+            assert_eq!(keys(r), pipeline_keys);
+            assert_eq!(r["scenario"], "pipeline");
+        }
+        assert_eq!(recs[2]["fps"].as_f64(), Some(240.0));
+        assert_eq!(recs[2]["p50_us"].as_f64(), Some(4100.0));
+        assert_eq!(recs[2]["p99_us"].as_f64(), Some(5000.0));
+        assert_eq!(recs[2]["samples"].as_u64(), Some(300));
+        // ideal: 1e6 / max(4000, 3900) us, no latencies of its own.
+        assert_eq!(recs[3]["fps"].as_f64(), Some(250.0));
+        assert!(recs[3]["p50_us"].is_null() && recs[3]["p99_us"].is_null());
+        assert!(recs[3]["samples"].is_null());
+        // Stages: one over their median.
+        assert_eq!(recs[4]["fps"].as_f64(), Some(250.0));
+        assert_eq!(recs[4]["samples"].as_u64(), Some(30));
+        for r in &recs[6..] {
+            assert_eq!(
+                keys(r),
+                [
+                    "bytes",
+                    "column",
+                    "median_us",
+                    "p99_us",
+                    "samples",
+                    "scenario"
+                ]
+            );
+            assert_eq!(r["scenario"], "batch");
+        }
+        assert_eq!(recs[6]["bytes"].as_u64(), Some(236_544));
+        assert_eq!(recs[6]["median_us"].as_f64(), Some(60.0));
+        assert_eq!(recs[9]["bytes"].as_u64(), Some(150_528));
+        assert_eq!(recs[9]["samples"].as_u64(), Some(1000));
+    }
+
+    #[test]
+    fn targets_divide_the_right_columns() {
+        let fps = fps_records(&stages(), &loops());
+        let t = targets(&fps, &batch());
+        let ratios: Vec<f64> = t.iter().map(|t| t.ratio.unwrap()).collect();
+        let want = [
+            240.0 / 250.0,
+            240.0 / 125.0,
+            5000.0 / 4100.0,
+            20.0 / 16.0,
+            3.0,
+        ];
+        for (got, want) in ratios.iter().zip(want) {
+            assert!((got - want).abs() < 1e-9, "{ratios:?}");
+        }
+        assert!(t.iter().all(|t| t.met() == Some(true)), "{t:?}");
+        let table = targets_table(&t);
+        assert!(table.contains("ring / ideal (frames/s)"), "{table}");
+        assert!(table.contains("0.96x (target >= 0.90) met"), "{table}");
+        // Missing columns: not measured.
+        let t = targets(&fps[..1], &[]);
+        assert!(t.iter().all(|t| t.met().is_none()));
+        assert!(targets_table(&t).contains("not measured"));
+        // A missed bound says so.
+        let slow = Target {
+            ratio: Some(1.4),
+            ..t[4].clone()
+        };
+        assert_eq!(slow.met(), Some(false));
+    }
+
+    #[test]
+    fn tables_have_a_row_per_column() {
+        let fps = fps_records(&stages(), &loops());
+        let t = pipeline_table(&stages(), 512 << 20, &fps);
+        assert_eq!(t.lines().count(), 3 + fps.len(), "{t}");
+        assert!(t.contains("3072 MiB of device copies in 6 calls"), "{t}");
+        let ideal = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("ideal"))
+            .unwrap();
+        assert!(
+            ideal.contains("250.0") && ideal.trim_end().ends_with('-'),
+            "{ideal}"
+        );
+        let b = batch_table(&batch());
+        assert_eq!(b.lines().count(), 2 + 4, "{b}");
+        assert_eq!(batch_table(&[]), "");
+        assert_eq!(pipeline_table(&stages(), 1, &[]), "");
+    }
+}

@@ -1,0 +1,290 @@
+//! Each stage of the pipeline timed alone, and the stand-in model sized so that the
+//! GPU stage takes about as long as the CPU stage.
+//!
+//! - CPU stage: preprocess one frame into pinned memory (as the staging loops do,
+//!   into one of as many buffers as the ring has upload slots, in turn), then
+//!   post-process the outputs of the frame before and check the result.
+//! - GPU stage: upload those 4915200 B from pinned memory, queue the stand-in model,
+//!   download the four outputs into pinned memory, wait for the stream: the GPU's
+//!   side of one frame, with nothing to overlap it.
+//!
+//! The two run one after the other, as in a synchronous loop, each with its own
+//! clock ([`Workload::time_stages`]), so each meets memory as the loops leave it: the
+//! upload reads pinned memory the CPU has just written, post-processing reads
+//! outputs a DMA has just written.
+//!
+//! `ideal` frames per second is `1 / max(CPU stage, GPU stage)` (medians): what a
+//! pipeline that overlaps the two perfectly would reach.
+
+use std::time::{Duration, Instant};
+
+use cuda_core::Error;
+
+use super::cpu::{postprocess, preprocess, Outputs, SOURCE_FRAMES};
+use super::device::Work;
+use super::workload::{check_frame, Workload};
+use crate::stats::Summary;
+
+/// Untimed runs before each stage's timed ones.
+pub const STAGE_WARMUP: usize = 2;
+/// Most GPU-stage measurements while sizing the work.
+pub const CALIBRATION_STEPS: usize = 4;
+/// Sizing stops once the GPU stage's median is within this fraction of the CPU's.
+pub const CALIBRATION_TOLERANCE: f64 = 0.03;
+/// The work never exceeds this many scratch copies.
+pub const MAX_WORK_COPIES: usize = 64;
+
+/// The two stages timed alone, and the work that sized the GPU stage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StageTimes {
+    /// Preprocess + post-process + check.
+    pub cpu: Summary,
+    /// Upload + model + download + wait, with [`StageTimes::work`].
+    pub gpu: Summary,
+    /// The same with no extra work (transfers and outputs only).
+    pub bare_gpu: Summary,
+    /// The stand-in model's extra work.
+    pub work: Work,
+    /// Calls the work takes.
+    pub work_copies: usize,
+    /// Median time of one full scratch copy, queued and waited for.
+    pub scratch_copy: Duration,
+}
+
+impl StageTimes {
+    /// The slower stage's median: the period of a perfectly overlapped pipeline.
+    pub fn bottleneck(&self) -> Duration {
+        self.cpu.p50.max(self.gpu.p50)
+    }
+
+    /// `1 / max(CPU stage, GPU stage)`, frames per second.
+    pub fn ideal_fps(&self) -> f64 {
+        1.0 / self.bottleneck().as_secs_f64().max(f64::MIN_POSITIVE)
+    }
+}
+
+/// The next work size: `work` gave a GPU stage of `measured` where `target` was
+/// wanted and no work gives `bare`. Scales the work by the time it must add over
+/// the time it added (the GPU stage grows linearly with the bytes copied), rounded
+/// to whole 4 KiB and capped at [`MAX_WORK_COPIES`] scratch copies. Unchanged when
+/// the work added no time.
+pub fn resize_work(
+    work: Work,
+    scratch_bytes: usize,
+    target: Duration,
+    bare: Duration,
+    measured: Duration,
+) -> Work {
+    let added = measured.saturating_sub(bare).as_secs_f64();
+    if added <= 0.0 || work.bytes == 0 {
+        return work;
+    }
+    let need = target.saturating_sub(bare).as_secs_f64();
+    let factor = work.bytes as f64 / scratch_bytes as f64 * (need / added);
+    let max = MAX_WORK_COPIES as f64;
+    Work::scaled(scratch_bytes, factor.min(max))
+}
+
+impl Workload<'_> {
+    /// The CPU stage once: preprocesses source frame `k` into pinned input `slot`,
+    /// then post-processes and checks the outputs the last GPU stage landed.
+    fn cpu_stage(&mut self, k: usize, slot: usize) -> Result<(), String> {
+        let e = |e: Error| format!("cpu-stage: {e}");
+        let st = &mut self.stage;
+        preprocess(&self.frames[k], st.inputs[slot].as_mut_slice().map_err(e)?);
+        st.last = slot;
+        st.input_frame = k;
+        let outputs = Outputs {
+            scores: st.scores.as_slice().map_err(e)?,
+            small_u8: st.small_u8.as_slice().map_err(e)?,
+            small_16k: st.small_16k.as_slice().map_err(e)?,
+            small_64k: st.small_64k.as_slice().map_err(e)?,
+        };
+        let sum = postprocess(&outputs, &mut self.best);
+        check_frame(&self.expected, "stages", st.outputs_frame, sum)
+    }
+
+    /// The GPU stage once: uploads the input the CPU stage wrote last, queues the
+    /// model with `work`, downloads the four outputs and waits.
+    fn gpu_stage(&mut self, work: Work) -> Result<(), String> {
+        let e = |e: Error| format!("gpu-stage: {e}");
+        let s = &self.gpu.stream;
+        let st = &mut self.stage;
+        s.memcpy_htod(&st.inputs[st.last], &mut self.dev.input)
+            .map_err(e)?;
+        self.dev.queue_work(s, work).map_err(e)?;
+        s.memcpy_dtoh(&self.dev.scores, &mut st.scores).map_err(e)?;
+        s.memcpy_dtoh(&self.dev.small_u8, &mut st.small_u8)
+            .map_err(e)?;
+        s.memcpy_dtoh(&self.dev.small_16k, &mut st.small_16k)
+            .map_err(e)?;
+        s.memcpy_dtoh(&self.dev.small_64k, &mut st.small_64k)
+            .map_err(e)?;
+        s.synchronize().map_err(e)?;
+        st.outputs_frame = st.input_frame;
+        Ok(())
+    }
+
+    /// Times the two stages, `samples` times each after [`STAGE_WARMUP`], one after
+    /// the other as a synchronous loop runs them but with a clock around each: the
+    /// CPU stage's preprocessing writes the pinned input the GPU stage then uploads,
+    /// and its post-processing reads the outputs the GPU stage landed before, so
+    /// each stage meets the memory as the loops leave it. Every result is checked.
+    /// Returns the CPU stage's times and the GPU stage's.
+    pub fn time_stages(
+        &mut self,
+        work: Work,
+        samples: usize,
+    ) -> Result<(Summary, Summary), String> {
+        let mut cpu = Vec::with_capacity(samples);
+        let mut gpu = Vec::with_capacity(samples);
+        // Outputs for the first CPU stage to check.
+        self.gpu_stage(work)?;
+        let slots = self.stage.inputs.len();
+        for i in 0..STAGE_WARMUP + samples {
+            let t0 = Instant::now();
+            self.cpu_stage((self.stage.input_frame + 1) % SOURCE_FRAMES, i % slots)?;
+            let t1 = Instant::now();
+            self.gpu_stage(work)?;
+            let t2 = Instant::now();
+            if i >= STAGE_WARMUP {
+                cpu.push(t1 - t0);
+                gpu.push(t2 - t1);
+            }
+        }
+        let none = || "stages: no samples".to_string();
+        Ok((
+            Summary::of(&mut cpu).ok_or_else(none)?,
+            Summary::of(&mut gpu).ok_or_else(none)?,
+        ))
+    }
+
+    /// The median time of one full scratch copy, queued and waited for.
+    fn time_scratch_copy(&mut self, samples: usize) -> Result<Duration, String> {
+        let e = |e: Error| format!("timing a scratch copy: {e}");
+        let one = Work {
+            bytes: self.dev.scratch_bytes(),
+        };
+        let s = &self.gpu.stream;
+        let mut times = Vec::with_capacity(samples);
+        for i in 0..STAGE_WARMUP + samples {
+            let started = Instant::now();
+            self.dev.queue_scratch_copies(s, one).map_err(e)?;
+            s.synchronize().map_err(e)?;
+            if i >= STAGE_WARMUP {
+                times.push(started.elapsed());
+            }
+        }
+        Summary::of(&mut times)
+            .map(|s| s.p50)
+            .ok_or_else(|| "timing a scratch copy: no samples".to_string())
+    }
+
+    /// Times both stages alone and sizes the stand-in model so that the GPU stage's
+    /// median is within [`CALIBRATION_TOLERANCE`] of the CPU stage's (at most
+    /// [`CALIBRATION_STEPS`] tries; no work when the transfers alone already take
+    /// longer). Sets the loops' work to it. The times returned are those of the last
+    /// measurement, made with the work returned. `progress` hears about each step.
+    pub fn calibrate(
+        &mut self,
+        samples: usize,
+        mut progress: impl FnMut(&str),
+    ) -> Result<StageTimes, String> {
+        let (mut cpu, bare) = self.time_stages(Work::NONE, samples)?;
+        let scratch = self.dev.scratch_bytes();
+        let scratch_copy = self.time_scratch_copy(5)?;
+        progress(&format!(
+            "cpu-stage p50 {:.0} us; gpu-stage without work p50 {:.0} us; one {} MiB device \
+             copy {:.0} us",
+            cpu.p50_us(),
+            bare.p50_us(),
+            scratch >> 20,
+            scratch_copy.as_secs_f64() * 1e6
+        ));
+        let mut work = Work::NONE;
+        let mut gpu = bare;
+        if cpu.p50 > bare.p50 && !scratch_copy.is_zero() {
+            let factor = (cpu.p50 - bare.p50).as_secs_f64() / scratch_copy.as_secs_f64();
+            work = Work::scaled(scratch, factor.min(MAX_WORK_COPIES as f64));
+            for step in 1..=CALIBRATION_STEPS {
+                (cpu, gpu) = self.time_stages(work, samples)?;
+                let off = gpu.p50.as_secs_f64() / cpu.p50.as_secs_f64() - 1.0;
+                progress(&format!(
+                    "sizing the GPU work, step {step}: {} MiB in {} copies -> gpu-stage p50 \
+                     {:.0} us, cpu-stage p50 {:.0} us ({:+.1}%)",
+                    work.bytes >> 20,
+                    work.copies(scratch),
+                    gpu.p50_us(),
+                    cpu.p50_us(),
+                    off * 100.0
+                ));
+                if off.abs() <= CALIBRATION_TOLERANCE || step == CALIBRATION_STEPS {
+                    break;
+                }
+                let next = resize_work(work, scratch, cpu.p50, bare.p50, gpu.p50);
+                if next == work {
+                    break;
+                }
+                work = next;
+            }
+        }
+        self.work = work;
+        Ok(StageTimes {
+            cpu,
+            gpu,
+            bare_gpu: bare,
+            work,
+            work_copies: work.copies(scratch),
+            scratch_copy,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(x: u64) -> Duration {
+        Duration::from_micros(x)
+    }
+
+    #[test]
+    fn resizing_scales_the_work_by_the_time_still_missing() {
+        let scratch = 1 << 20;
+        let w = Work { bytes: 4 << 20 };
+        // 4 MiB added 1000 us; 1500 us are needed: 6 MiB.
+        let next = resize_work(w, scratch, us(2000), us(500), us(1500));
+        assert_eq!(next.bytes, 6 << 20);
+        // Too much: shrink.
+        let next = resize_work(w, scratch, us(1500), us(500), us(2500));
+        assert_eq!(next.bytes, 2 << 20);
+        // No time added, or no work: unchanged.
+        assert_eq!(resize_work(w, scratch, us(2000), us(500), us(400)), w);
+        assert_eq!(
+            resize_work(Work::NONE, scratch, us(2000), us(500), us(600)),
+            Work::NONE
+        );
+        // Capped.
+        let next = resize_work(w, scratch, us(1_000_000), us(0), us(1));
+        assert_eq!(next.copies(scratch), MAX_WORK_COPIES);
+    }
+
+    #[test]
+    fn ideal_is_the_slower_stage() {
+        let s = |p50| Summary {
+            p50: us(p50),
+            p99: us(p50 * 2),
+            samples: 30,
+        };
+        let t = StageTimes {
+            cpu: s(4000),
+            gpu: s(5000),
+            bare_gpu: s(300),
+            work: Work::NONE,
+            work_copies: 0,
+            scratch_copy: us(300),
+        };
+        assert_eq!(t.bottleneck(), us(5000));
+        assert!((t.ideal_fps() - 200.0).abs() < 1e-9);
+    }
+}

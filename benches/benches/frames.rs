@@ -22,7 +22,7 @@ use std::time::Instant;
 use benches::frame_loop::FrameLoop;
 use benches::frames::{scenarios_from, FrameSettings, Scenario, FRAMES_ONLY_ENV};
 use benches::records::{self, Record, RECORDS_DIR_ENV};
-use benches::{chunks, pipelines, Gpu, RunMode};
+use benches::{chunks, four_pipelines, Gpu, RunMode};
 
 fn main() -> ExitCode {
     let mode = RunMode::from_args(std::env::args());
@@ -126,7 +126,7 @@ fn run(
     }
     let mut pipeline_records = Vec::new();
     if failed.is_none() && scenarios.contains(&Scenario::FourPipelines) {
-        match pipelines::run(gpu, settings, progress) {
+        match four_pipelines::run(gpu, settings, progress) {
             Ok(r) => pipeline_records = r,
             Err(e) => failed = Some(e),
         }

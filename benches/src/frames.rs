@@ -330,8 +330,9 @@ impl FrameSettings {
     fn pipelines_time(&self) -> Duration {
         let frames = (self.pipeline_warmup_frames + self.pipeline_frames) as u32;
         let frame =
-            Gap::Sleep(crate::pipelines::PIPELINE_GAP).assumed_cost() + ASSUMED_PIPELINE_FRAME;
-        (frame * frames + LOW_LATENCY_QUIET) * crate::pipelines::PipelineColumn::ALL.len() as u32
+            Gap::Sleep(crate::four_pipelines::PIPELINE_GAP).assumed_cost() + ASSUMED_PIPELINE_FRAME;
+        (frame * frames + LOW_LATENCY_QUIET)
+            * crate::four_pipelines::PipelineColumn::ALL.len() as u32
     }
 
     fn chunks_time(&self) -> Duration {
@@ -418,7 +419,7 @@ mod tests {
         assert_eq!(f.reps(Scenario::Sleep16ms.gap().unwrap()), 100);
         assert_eq!(f.reps(Scenario::Busy2ms.gap().unwrap()), 250);
         assert!(f.warmup_reps >= 5, "the rhythm predictor needs 4 gaps");
-        assert!(f.pipeline_frames * crate::pipelines::PIPELINE_THREADS >= 1000);
+        assert!(f.pipeline_frames * crate::four_pipelines::PIPELINE_THREADS >= 1000);
         let q = FrameSettings::quick();
         assert_eq!(q.sizes, [150_528, 4_915_200]);
         assert_eq!(q.reps(Scenario::Sleep2ms.gap().unwrap()), 20);

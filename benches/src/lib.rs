@@ -23,7 +23,7 @@
 //!
 //! The `frames` bench (frame loops: a sleep or busy gap before every transfer) keeps
 //! its plan in [`frames`], its gaps in [`gap`], its runners in [`frame_loop`],
-//! [`pipelines`] and [`chunks`], its percentiles in [`stats`] and its output in
+//! [`four_pipelines`] and [`chunks`], its percentiles in [`stats`] and its output in
 //! [`records`]. Both benches check their data with [`pattern`].
 //!
 //! The `pipeline` bench (issue 13: one inference-shaped pipeline of frames, run
@@ -33,12 +33,12 @@
 
 pub mod chunks;
 mod cudarc_gpu;
+pub mod four_pipelines;
 pub mod frame_loop;
 pub mod frames;
 pub mod gap;
 pub mod pattern;
 pub mod pipeline;
-pub mod pipelines;
 pub mod records;
 pub mod stats;
 

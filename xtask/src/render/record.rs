@@ -63,7 +63,10 @@ const SCENARIO_COLUMNS: [(&str, &[&str]); 6] = [
             "gpu-stage",
         ],
     ),
-    (BATCH, &["separate", "batched", "largest-alone"]),
+    (
+        BATCH,
+        &["separate", "batched", "batched-queued", "largest-alone"],
+    ),
 ];
 
 /// One criterion benchmark: its median with the median's confidence interval, and

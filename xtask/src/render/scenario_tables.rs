@@ -30,9 +30,10 @@ pipeline) or of `staging-sync` (the synchronous staging buffer), so above 1.00x 
 p50 and p99: time per frame in µs.";
 
 const BATCH_NOTE: &str = "Several downloads per frame: one call each (`separate`), all in \
-one batch (`batched`), and the largest of them alone (`largest-alone`, the floor a batch can \
-approach). bytes: moved in all. Median and p99 in µs; the ratio is `separate`'s median over \
-the column's, so above 1.00x is faster.";
+one batch with one wait (`batched`: one `cuMemcpyBatchAsync` where the driver has it; \
+`batched-queued`: one queued copy per part), and the largest of them alone (`largest-alone`, \
+the floor a batch can approach). bytes: moved in all. Median and p99 in µs; the ratio is \
+`separate`'s median over the column's, so above 1.00x is faster.";
 
 /// Every section for which `records` has data, each opening with a blank line and a
 /// `##` heading; empty when there is none.

@@ -9,7 +9,10 @@
 //! rest. Where the driver comes from is in `driver_loader.rs`; what must not
 //! compile in `compile_fail.rs`.
 
+mod common;
+
 use bytemuck::{Pod, Zeroable};
+use common::Aligned512;
 use cuda_core::result::check;
 use cuda_core::sys::{self, LoadError};
 use cuda_core::{
@@ -114,13 +117,6 @@ fn byte_len_is_exact_at_the_overflow_boundary() {
     // Zero-sized elements never overflow.
     assert_eq!(byte_len::<()>("probe", usize::MAX), Ok(0));
     assert_eq!(byte_len::<[u32; 0]>("probe", usize::MAX), Ok(0));
-}
-
-/// An element aligned above the 256 bytes CUDA guarantees for small pinned blocks.
-#[repr(C, align(512))]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Aligned512 {
-    bytes: [u8; 512],
 }
 
 /// An element aligned exactly as far as CUDA guarantees, of no size.

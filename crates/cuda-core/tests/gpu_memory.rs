@@ -390,13 +390,6 @@ fn pinned_buffer_is_zeroed_256_byte_aligned_and_page_locked() {
     assert_eq!(p.as_ptr() as usize % 256, 0);
 }
 
-/// An element aligned above the 256 bytes CUDA guarantees for its allocations.
-#[repr(C, align(512))]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Aligned512 {
-    bytes: [u8; 512],
-}
-
 /// An element aligned exactly as far as CUDA guarantees.
 #[repr(C, align(256))]
 #[derive(Clone, Copy, Pod, Zeroable)]

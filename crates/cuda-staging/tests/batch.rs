@@ -11,14 +11,16 @@
 //! a device each one fails loudly.
 //!
 //! Conventions as in `ring.rs`: patterns that differ per element and per call, every
-//! element compared byte for byte, helpers in this file.
+//! element compared byte for byte, helpers in `tests/common`.
 
-use std::fmt::{Arguments, Debug};
-use std::sync::atomic::{AtomicU64, Ordering};
+mod common;
 
+use std::fmt::Debug;
+
+use common::*;
 use cuda_staging::{
-    Context, DeviceBuffer, DownloadBatch, Error, Landed, Part, StagingBuffer, StagingPod,
-    StagingRing, StagingStats, Stream, UploadBatch, MAX_BATCH_PARTS,
+    DeviceBuffer, DownloadBatch, Error, Landed, Part, StagingBuffer, StagingRing, StagingStats,
+    Stream, UploadBatch, MAX_BATCH_PARTS,
 };
 
 const KIB: usize = 1 << 10;
@@ -67,34 +69,12 @@ fn the_layout_helper_of_these_tests_rounds_parts_to_256_bytes() {
 // helpers of the GPU tests
 // ---------------------------------------------------------------------------------
 
-/// Device 0's primary context (made current on this thread) and a fresh stream.
-/// Panics without a usable GPU: a GPU test never passes quietly without one.
-fn gpu() -> (Context, Stream) {
-    let ctx = Context::new(0)
-        .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
-    let stream = Stream::new(&ctx).expect("Stream::new");
-    (ctx, stream)
-}
-
-static NEXT_SEED: AtomicU64 = AtomicU64::new(0xBA7C_4000);
-
-/// A seed no other call in this process gets.
-fn seed() -> u64 {
-    NEXT_SEED.fetch_add(1, Ordering::Relaxed)
-}
-
-/// SplitMix64 of (index, seed).
-fn mix(i: usize, seed: u64) -> u64 {
-    let mut z = (i as u64)
-        .wrapping_add(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-        .wrapping_add(0x632B_E59B_D9B4_E019);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+// The shared helpers (device set-up, patterns, checks, `Busy`, `warm`) are in
+// `tests/common`; what only batches need is here.
 
 /// A model's detection, as users stage them: `#[repr(C)]`, `Pod`, 24 bytes, no
-/// padding.
+/// padding. Not `common::Detection` (16 bytes, alignment 8): the byte counts below
+/// (`N_DET`, `FOUR_BYTES`) assume this one.
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 struct Detection {
@@ -104,60 +84,6 @@ struct Detection {
     h: f32,
     score: f32,
     class: u32,
-}
-
-/// A 3-byte element (alignment 1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-struct Rgb {
-    r: u8,
-    g: u8,
-    b: u8,
-}
-
-/// Element types with a per-element, per-seed pattern.
-trait Pattern: StagingPod + Debug {
-    fn at(i: usize, seed: u64) -> Self;
-}
-
-impl Pattern for u8 {
-    fn at(i: usize, seed: u64) -> Self {
-        (mix(i, seed) >> 24) as u8
-    }
-}
-
-impl Pattern for u32 {
-    fn at(i: usize, seed: u64) -> Self {
-        mix(i, seed) as u32
-    }
-}
-
-impl Pattern for i32 {
-    fn at(i: usize, seed: u64) -> Self {
-        (mix(i, seed) >> 32) as i32
-    }
-}
-
-/// Finite, never NaN: the exponent's top bit cleared.
-fn finite(bits: u64) -> f32 {
-    f32::from_bits((bits as u32) & 0xBFFF_FFFF)
-}
-
-impl Pattern for f32 {
-    fn at(i: usize, seed: u64) -> Self {
-        finite(mix(i, seed))
-    }
-}
-
-impl Pattern for Rgb {
-    fn at(i: usize, seed: u64) -> Self {
-        let m = mix(i, seed);
-        Rgb {
-            r: m as u8,
-            g: (m >> 8) as u8,
-            b: (m >> 16) as u8,
-        }
-    }
 }
 
 impl Pattern for Detection {
@@ -174,110 +100,12 @@ impl Pattern for Detection {
     }
 }
 
-fn same<T: StagingPod>(a: &T, b: &T) -> bool {
-    bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
-}
-
-fn pattern<T: Pattern>(n: usize, seed: u64) -> Vec<T> {
-    (0..n).map(|i| T::at(i, seed)).collect()
-}
-
-/// Panics unless `got[i] == T::at(i + first, seed)` for every `i`.
-#[track_caller]
-fn check_from<T: Pattern>(what: Arguments<'_>, got: &[T], first: usize, seed: u64) {
-    let bad = |(i, v): (usize, &T)| !same(v, &T::at(i + first, seed));
-    if let Some(i) = got.iter().enumerate().position(bad) {
-        let count = got.iter().enumerate().filter(|&x| bad(x)).count();
-        panic!(
-            "{what}: {count} of {} elements differ; first at {} (got {:?}, want {:?})",
-            got.len(),
-            i + first,
-            got[i],
-            T::at(i + first, seed)
-        );
-    }
-}
-
-/// Panics unless `got` is the pattern of `seed` from element 0.
-#[track_caller]
-fn check<T: Pattern>(what: Arguments<'_>, got: &[T], seed: u64) {
-    check_from(what, got, 0, seed);
-}
-
-/// Panics unless every element of `got` is `want`.
-#[track_caller]
-fn check_all<T: Pattern>(what: Arguments<'_>, got: &[T], want: T) {
-    if let Some(i) = got.iter().position(|v| !same(v, &want)) {
-        panic!(
-            "{what}: element {i} of {} is {:?}, want {want:?}",
-            got.len(),
-            got[i]
-        );
-    }
-}
-
-fn read_back<T: Pattern>(d: &DeviceBuffer<T>) -> Vec<T> {
-    let mut host = vec![T::zeroed(); d.len()];
-    d.copy_to_host(&mut host).expect("copy_to_host");
-    host
-}
-
-fn device_with<T: Pattern>(len: usize, seed: u64) -> DeviceBuffer<T> {
-    let mut d = DeviceBuffer::<T>::alloc(len).expect("DeviceBuffer::alloc");
-    d.copy_from_host(&pattern::<T>(len, seed))
-        .expect("copy_from_host");
-    d
-}
-
 /// The pinned bytes a batch of parts of `bytes` needs: each part from the next
 /// multiple of 256.
 fn region_bytes(parts: &[usize]) -> usize {
     parts
         .iter()
         .fold(0, |end, &b| end.next_multiple_of(PART_ALIGN) + b)
-}
-
-#[track_caller]
-fn invalid_reason(e: Error) -> String {
-    match e {
-        Error::InvalidArgument { reason, .. } => reason,
-        other => panic!("expected Error::InvalidArgument, got {other:?}"),
-    }
-}
-
-/// Two 256 MiB device buffers to copy between, to queue ~1 ms of real work.
-struct Busy {
-    a: DeviceBuffer<u8>,
-    b: DeviceBuffer<u8>,
-}
-
-impl Busy {
-    fn new() -> Busy {
-        Busy {
-            a: DeviceBuffer::alloc(256 * MIB).expect("alloc busy a"),
-            b: DeviceBuffer::alloc(256 * MIB).expect("alloc busy b"),
-        }
-    }
-
-    fn queue(&mut self, stream: &Stream) {
-        for _ in 0..4 {
-            stream.memcpy_dtod(&self.a, &mut self.b).expect("busy dtod");
-            stream.memcpy_dtod(&self.b, &mut self.a).expect("busy dtod");
-        }
-    }
-}
-
-/// Pins every slot of `ring` for transfers of up to `bytes` (a download each, waited
-/// for), so that later transfers spend no time pinning.
-fn warm(ring: &mut StagingRing, stream: &Stream, bytes: usize) {
-    let scratch = DeviceBuffer::<u8>::alloc(bytes).expect("alloc scratch");
-    for _ in 0..ring.slots() {
-        let t = ring
-            .download(&scratch, bytes, stream)
-            .expect("warm-up download");
-        ring.wait(&t).expect("warm-up wait");
-    }
-    ring.synchronize().expect("synchronize");
 }
 
 // ---------------------------------------------------------------------------------
@@ -370,10 +198,10 @@ impl Outputs {
             (a.len(), b.len(), c.len(), d.len()),
             (N_U8, N_I32, N_F32, N_DET)
         );
-        check(format_args!("{what}: u8 part"), a, s[0]);
-        check(format_args!("{what}: i32 part"), b, s[1]);
-        check(format_args!("{what}: f32 part"), c, s[2]);
-        check(format_args!("{what}: detection part"), d, s[3]);
+        check(&format_args!("{what}: u8 part"), a, s[0]);
+        check(&format_args!("{what}: i32 part"), b, s[1]);
+        check(&format_args!("{what}: f32 part"), c, s[2]);
+        check(&format_args!("{what}: detection part"), d, s[3]);
     }
 }
 
@@ -412,13 +240,13 @@ fn download_four(batch_api: bool) {
     assert!(staging.capacity() >= region_bytes(&FOUR_BYTES));
     // The device buffers are read, never written.
     check(
-        format_args!("u8 output"),
-        &read_back(&out.bytes),
+        &format_args!("u8 output"),
+        &device_contents(&out.bytes),
         out.seeds[0],
     );
     check(
-        format_args!("detections"),
-        &read_back(&out.dets),
+        &format_args!("detections"),
+        &device_contents(&out.dets),
         out.seeds[3],
     );
 }
@@ -463,7 +291,7 @@ fn the_ring_downloads_a_batch_for_one_ticket() {
             );
         }
         check(
-            format_args!("single download"),
+            &format_args!("single download"),
             ring.wait(&t).unwrap(),
             single_seed,
         );
@@ -474,7 +302,7 @@ fn the_ring_downloads_a_batch_for_one_ticket() {
         let reason = invalid_reason(ring.wait_batch(&bt).unwrap_err());
         assert!(reason.contains("stale ticket"), "{reason}");
         check(
-            format_args!("last download"),
+            &format_args!("last download"),
             ring.wait(&t2).unwrap(),
             single_seed,
         );
@@ -517,30 +345,38 @@ fn upload_three(batch_api: bool) {
         }
         // Synchronous: the sources may go at once.
         drop((src_i, src_f, src_d));
-        let back = read_back(&ints);
-        check(format_args!("round {round}: i32 input"), &back[..n_i], s[0]);
-        check_from(
-            format_args!("past the i32 input"),
+        let back = device_contents(&ints);
+        check(
+            &format_args!("round {round}: i32 input"),
+            &back[..n_i],
+            s[0],
+        );
+        check_at(
+            &format_args!("past the i32 input"),
             &back[n_i..],
             n_i,
             s_rest[0],
         );
-        let back = read_back(&floats);
-        check(format_args!("round {round}: f32 input"), &back[..n_f], s[1]);
-        check_from(
-            format_args!("past the f32 input"),
+        let back = device_contents(&floats);
+        check(
+            &format_args!("round {round}: f32 input"),
+            &back[..n_f],
+            s[1],
+        );
+        check_at(
+            &format_args!("past the f32 input"),
             &back[n_f..],
             n_f,
             s_rest[1],
         );
-        let back = read_back(&dets);
+        let back = device_contents(&dets);
         check(
-            format_args!("round {round}: detections"),
+            &format_args!("round {round}: detections"),
             &back[..n_d],
             s[2],
         );
-        check_from(
-            format_args!("past the detections"),
+        check_at(
+            &format_args!("past the detections"),
             &back[n_d..],
             n_d,
             s_rest[2],
@@ -597,12 +433,12 @@ fn a_batch_download_sees_work_queued_before_it() {
         if round < 2 {
             let landed = staging.download_batch(&batch, &stream).unwrap();
             check(
-                format_args!("copied part"),
+                &format_args!("copied part"),
                 landed.get(p_copied).unwrap(),
                 s_new,
             );
-            check_all(
-                format_args!("memset part"),
+            check_all_eq(
+                &format_args!("memset part"),
                 landed.get(p_set).unwrap(),
                 bits,
             );
@@ -610,12 +446,12 @@ fn a_batch_download_sees_work_queued_before_it() {
             let t = ring.download_batch(&batch, &stream).unwrap();
             let landed = ring.wait_batch(&t).unwrap();
             check(
-                format_args!("ring: copied part"),
+                &format_args!("ring: copied part"),
                 landed.get(p_copied).unwrap(),
                 s_new,
             );
-            check_all(
-                format_args!("ring: memset part"),
+            check_all_eq(
+                &format_args!("ring: memset part"),
                 landed.get(p_set).unwrap(),
                 bits,
             );
@@ -648,13 +484,13 @@ fn a_batch_upload_lands_after_work_queued_before_it() {
             batch.add(&mut b, &src_b).unwrap();
             staging.upload_batch(&mut batch, &stream).unwrap();
         }
-        let back = read_back(&a);
-        check(format_args!("uploaded part a"), &back[..n_a], s_a);
-        check_all(format_args!("memset past part a"), &back[n_a..], bits_a);
-        let back = read_back(&b);
-        check(format_args!("uploaded part b"), &back[..n_b], s_b);
-        check_all(
-            format_args!("memset past part b"),
+        let back = device_contents(&a);
+        check(&format_args!("uploaded part a"), &back[..n_a], s_a);
+        check_all_eq(&format_args!("memset past part a"), &back[n_a..], bits_a);
+        let back = device_contents(&b);
+        check(&format_args!("uploaded part b"), &back[..n_b], s_b);
+        check_all_eq(
+            &format_args!("memset past part b"),
             &back[n_b..],
             f32::from_bits(bits_b),
         );
@@ -695,13 +531,13 @@ fn a_17th_part_is_refused_and_the_16_go_through() {
         staging.set_batch_api(batch_api);
         let landed = staging.download_batch(&batch, &stream).unwrap();
         for (i, &p) in parts.iter().enumerate() {
-            check(format_args!("part {i}"), landed.get(p).unwrap(), s);
+            check(&format_args!("part {i}"), landed.get(p).unwrap(), s);
         }
     }
     let t = ring.download_batch(&batch, &stream).unwrap();
     let landed = ring.wait_batch(&t).unwrap();
     for (i, &p) in parts.iter().enumerate() {
-        check(format_args!("ring part {i}"), landed.get(p).unwrap(), s);
+        check(&format_args!("ring part {i}"), landed.get(p).unwrap(), s);
     }
 
     // Sixteen device buffers up, a seventeenth refused.
@@ -723,11 +559,11 @@ fn a_17th_part_is_refused_and_the_16_go_through() {
         staging.upload_batch(&mut batch, &stream).unwrap();
     }
     for (i, (d, &s)) in dsts.iter().zip(&seeds).enumerate().take(MAX_BATCH_PARTS) {
-        check(format_args!("uploaded part {i}"), &read_back(d), s);
+        check(&format_args!("uploaded part {i}"), &device_contents(d), s);
     }
     check(
-        format_args!("the refused 17th buffer"),
-        &read_back(&dsts[MAX_BATCH_PARTS]),
+        &format_args!("the refused 17th buffer"),
+        &device_contents(&dsts[MAX_BATCH_PARTS]),
         s_rest,
     );
 }
@@ -774,7 +610,7 @@ fn a_part_past_its_buffer_is_refused_and_changes_nothing() {
     assert_eq!(staging.capacity(), 0, "adding parts pins nothing");
     let landed = staging.download_batch(&batch, &stream).unwrap();
     check(
-        format_args!("the part that was accepted"),
+        &format_args!("the part that was accepted"),
         landed.get(good).unwrap(),
         s,
     );
@@ -797,8 +633,8 @@ fn a_part_past_its_buffer_is_refused_and_changes_nothing() {
     assert_eq!(staging.stats(), before, "an empty batch counts nothing");
     drop(up);
     check(
-        format_args!("device after a refused part"),
-        &read_back(&dst),
+        &format_args!("device after a refused part"),
+        &device_contents(&dst),
         s_rest,
     );
 }
@@ -820,14 +656,14 @@ fn a_part_of_another_batch_is_refused() {
         let landed = staging.download_batch(&a, &stream).unwrap();
         let reason = invalid_reason(landed.get(part_b).unwrap_err());
         assert!(reason.contains("another batch"), "{reason}");
-        check(format_args!("own part"), landed.get(part_a).unwrap(), s);
+        check(&format_args!("own part"), landed.get(part_a).unwrap(), s);
     }
     let t = ring.download_batch(&b, &stream).unwrap();
     let landed = ring.wait_batch(&t).unwrap();
     let reason = invalid_reason(landed.get(part_a).unwrap_err());
     assert!(reason.contains("another batch"), "{reason}");
     check(
-        format_args!("ring: own part"),
+        &format_args!("ring: own part"),
         landed.get(part_b).unwrap(),
         s,
     );
@@ -895,7 +731,7 @@ fn a_part_of_zero_elements_reads_as_an_empty_slice() {
     let landed = staging.download_batch(&mixed, &stream).unwrap();
     assert_eq!(landed.get(empty).unwrap(), &[] as &[f32]);
     check(
-        format_args!("the part beside"),
+        &format_args!("the part beside"),
         landed.get(full).unwrap(),
         s,
     );
@@ -905,7 +741,7 @@ fn a_part_of_zero_elements_reads_as_an_empty_slice() {
 // counters
 // ---------------------------------------------------------------------------------
 
-/// Sizes that leave gaps between parts in the region: 4095 u8, 1001 Rgb (3003 B),
+/// Sizes that leave gaps between parts in the region: 4095 u8, 1001 3-byte elements (3003 B),
 /// 3 f32 (12 B), 1 u8.
 const ODD: (usize, usize, usize, usize) = (4095, 1001, 3, 1);
 /// Bytes of the parts of [`ODD`].
@@ -917,7 +753,7 @@ fn odd_sizes(staging: &mut StagingBuffer, ring: &mut StagingRing, stream: &Strea
     let (n_b, n_r, n_f, n_one) = ODD;
     let seeds = [seed(), seed(), seed(), seed()];
     let bytes = device_with::<u8>(n_b, seeds[0]);
-    let rgb = device_with::<Rgb>(n_r, seeds[1]);
+    let rgb = device_with::<[u8; 3]>(n_r, seeds[1]);
     let floats = device_with::<f32>(n_f, seeds[2]);
     let one = device_with::<u8>(n_one, seeds[3]);
     let mut batch = DownloadBatch::new();
@@ -934,22 +770,22 @@ fn odd_sizes(staging: &mut StagingBuffer, ring: &mut StagingRing, stream: &Strea
     );
     let check_parts = |what: &str, landed: &Landed<'_>| {
         check(
-            format_args!("{what}: u8"),
+            &format_args!("{what}: u8"),
             landed.get(parts.0).unwrap(),
             seeds[0],
         );
         check(
-            format_args!("{what}: rgb"),
+            &format_args!("{what}: rgb"),
             landed.get(parts.1).unwrap(),
             seeds[1],
         );
         check(
-            format_args!("{what}: f32"),
+            &format_args!("{what}: f32"),
             landed.get(parts.2).unwrap(),
             seeds[2],
         );
         check(
-            format_args!("{what}: one"),
+            &format_args!("{what}: one"),
             landed.get(parts.3).unwrap(),
             seeds[3],
         );
@@ -962,17 +798,28 @@ fn odd_sizes(staging: &mut StagingBuffer, ring: &mut StagingRing, stream: &Strea
     check_parts("ring", &ring.wait_batch(&t).unwrap());
 
     let mut up_bytes = DeviceBuffer::<u8>::alloc(n_b).unwrap();
-    let mut up_rgb = DeviceBuffer::<Rgb>::alloc(n_r).unwrap();
+    let mut up_rgb = DeviceBuffer::<[u8; 3]>::alloc(n_r).unwrap();
     let s_up = [seed(), seed()];
-    let (src_b, src_r) = (pattern::<u8>(n_b, s_up[0]), pattern::<Rgb>(n_r, s_up[1]));
+    let (src_b, src_r) = (
+        pattern::<u8>(n_b, s_up[0]),
+        pattern::<[u8; 3]>(n_r, s_up[1]),
+    );
     {
         let mut up = UploadBatch::new();
         up.add(&mut up_bytes, &src_b).unwrap();
         up.add(&mut up_rgb, &src_r).unwrap();
         staging.upload_batch(&mut up, stream).unwrap();
     }
-    check(format_args!("uploaded u8"), &read_back(&up_bytes), s_up[0]);
-    check(format_args!("uploaded rgb"), &read_back(&up_rgb), s_up[1]);
+    check(
+        &format_args!("uploaded u8"),
+        &device_contents(&up_bytes),
+        s_up[0],
+    );
+    check(
+        &format_args!("uploaded rgb"),
+        &device_contents(&up_rgb),
+        s_up[1],
+    );
 }
 
 #[test]

@@ -39,36 +39,6 @@ const SEED_SHAPES: [usize; 3] = [150_528, 196_608, 4_915_200];
 // helpers
 // ---------------------------------------------------------------------------------
 
-/// Bytes of each 256 MiB device-to-device copy queued to keep a stream busy.
-const BUSY_BYTES: usize = 256 * MIB;
-/// How many of them: about 1 ms of queued work on an H200.
-const BUSY_REPS: usize = 4;
-
-/// Two 256 MiB device buffers to copy between, to queue real work on a stream.
-struct Busy {
-    src: DeviceBuffer<u8>,
-    dst: DeviceBuffer<u8>,
-}
-
-impl Busy {
-    fn new() -> Busy {
-        Busy {
-            src: DeviceBuffer::alloc(BUSY_BYTES).expect("alloc busy src"),
-            dst: DeviceBuffer::alloc(BUSY_BYTES).expect("alloc busy dst"),
-        }
-    }
-
-    /// Queues `BUSY_REPS` 256 MiB device-to-device copies on `stream` and returns at
-    /// once: whatever is queued next on `stream` starts only after them.
-    fn queue(&mut self, stream: &Stream) {
-        for _ in 0..BUSY_REPS {
-            stream
-                .memcpy_dtod(&self.src, &mut self.dst)
-                .expect("memcpy_dtod");
-        }
-    }
-}
-
 /// Queues a memset of all of `d` to `value` on `stream` (asynchronous).
 fn memset_async(d: &mut DeviceBuffer<u8>, value: u8, stream: &Stream) {
     stream.memset_bytes(d, value).expect("memset_bytes");
@@ -516,7 +486,7 @@ fn download_sees_queued_work(route: OrderRoute, bytes: usize) {
         };
         fill_pattern(host, seed()); // something else there first
         set_device(&mut dev, seed()); // a pattern, not the memset value
-        busy.queue(&stream);
+        busy.queue_one_way(&stream);
         // A different value each round, so nothing left from the previous round
         // (in pinned memory or on the host) can pass for it.
         let value = VALUE_AFTER_BUSY.wrapping_add(0x21 * round);
@@ -564,7 +534,7 @@ fn upload_lands_after_queued_work(route: OrderRoute, bytes: usize) {
         let before = staging.stats();
         let expected_route = match route {
             OrderRoute::Fast => {
-                busy.queue(&stream);
+                busy.queue_one_way(&stream);
                 memset_async(&mut dev, STALE_VALUE, &stream);
                 staging
                     .upload_with(&mut dev, bytes, &stream, |d| fill_pattern(d, s))
@@ -574,7 +544,7 @@ fn upload_lands_after_queued_work(route: OrderRoute, bytes: usize) {
             }
             OrderRoute::Staged | OrderRoute::Pageable => {
                 let src = pattern::<u8>(bytes, s);
-                busy.queue(&stream);
+                busy.queue_one_way(&stream);
                 memset_async(&mut dev, STALE_VALUE, &stream);
                 staging.upload(&mut dev, &src, &stream).expect(&what);
                 assert_stream_idle(&what, &stream);
@@ -587,7 +557,7 @@ fn upload_lands_after_queued_work(route: OrderRoute, bytes: usize) {
             OrderRoute::Pinned => {
                 let mut src = PinnedBuffer::<u8>::alloc(bytes).expect("PinnedBuffer::alloc");
                 fill_pattern(&mut src, s);
-                busy.queue(&stream);
+                busy.queue_one_way(&stream);
                 memset_async(&mut dev, STALE_VALUE, &stream);
                 staging.upload(&mut dev, &src, &stream).expect(&what);
                 assert_stream_idle(&what, &stream);
@@ -598,7 +568,7 @@ fn upload_lands_after_queued_work(route: OrderRoute, bytes: usize) {
                 fill_pattern(&mut v[off..off + bytes], s);
                 let reg = HostRegistration::new(&ctx, &mut v[off..off + bytes])
                     .expect("HostRegistration::new");
-                busy.queue(&stream);
+                busy.queue_one_way(&stream);
                 memset_async(&mut dev, STALE_VALUE, &stream);
                 staging.upload(&mut dev, &reg, &stream).expect(&what);
                 assert_stream_idle(&what, &stream);
@@ -756,7 +726,7 @@ fn ordering_on_both_sides_of_every_routing_bound() {
                     // A value no earlier case left anywhere.
                     let value = 0x40u8.wrapping_add(case);
                     let mut host = pattern::<u8>(bytes, seed());
-                    busy.queue(&stream);
+                    busy.queue_one_way(&stream);
                     memset_async(&mut dev, value, &stream);
                     staging.download(&mut host, &dev, &stream).expect(&what);
                     assert_stream_idle(&what, &stream);
@@ -765,7 +735,7 @@ fn ordering_on_both_sides_of_every_routing_bound() {
                 } else {
                     let s = seed();
                     let src = pattern::<u8>(bytes, s);
-                    busy.queue(&stream);
+                    busy.queue_one_way(&stream);
                     memset_async(&mut dev, STALE_VALUE, &stream);
                     staging.upload(&mut dev, &src, &stream).expect(&what);
                     assert_stream_idle(&what, &stream);

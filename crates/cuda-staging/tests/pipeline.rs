@@ -26,7 +26,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::*;
-use cuda_staging::{default_copy_threads, DeviceBuffer, StagingBuffer, Stream};
+use cuda_staging::{default_copy_threads, DeviceBuffer, Direction, StagingBuffer, Stream};
 
 const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;
@@ -103,10 +103,42 @@ impl Gap {
     }
 }
 
+/// Runs `transfer(staging, i, what)` for every count `counts[i]` of `T`, with `gap`
+/// before each, and asserts that each was one staged transfer of its bytes in
+/// direction `dir`. Returns each transfer's label (`what`), for the checks after.
+fn staged_one_by_one<T>(
+    staging: &mut StagingBuffer,
+    dir: Direction,
+    counts: &[usize],
+    (setup, gap): (Setup, Gap),
+    k: &mut u64,
+    mut transfer: impl FnMut(&mut StagingBuffer, usize, &str),
+) -> Vec<String> {
+    let ty = std::any::type_name::<T>();
+    let name = match dir {
+        Direction::HostToDevice => "upload",
+        Direction::DeviceToHost => "download",
+    };
+    let mut labels = Vec::with_capacity(counts.len());
+    for (i, &n) in counts.iter().enumerate() {
+        let bytes = n * size_of::<T>();
+        let what = format!("{name} {n} x {ty} ({bytes} B), {setup:?}, {gap:?}");
+        let before = staging.stats();
+        gap.before_transfer(k);
+        transfer(staging, i, &what);
+        let (up, down) = match dir {
+            Direction::HostToDevice => (bytes, 0),
+            Direction::DeviceToHost => (0, bytes),
+        };
+        assert_counted(&what, before, staging.stats(), Route::Staged, up, down);
+        labels.push(what);
+    }
+    labels
+}
+
 /// Uploads then downloads every size of [`element_counts`] for `T`, checking every
 /// element and that each transfer was staged.
 fn every_boundary<T: Pattern>(setup: Setup, gap: Gap, stream: &Stream) {
-    let ty = std::any::type_name::<T>();
     let mut staging = setup.buffer();
     let counts = element_counts::<T>();
     let mut k = 0;
@@ -120,29 +152,16 @@ fn every_boundary<T: Pattern>(setup: Setup, gap: Gap, stream: &Stream) {
         .zip(&seeds)
         .map(|(&n, &s)| pattern(n, s))
         .collect();
-    for ((dev, src), &n) in devs.iter_mut().zip(&srcs).zip(&counts) {
-        let what = format!(
-            "upload {n} x {ty} ({} B), {setup:?}, {gap:?}",
-            n * size_of::<T>()
-        );
-        let before = staging.stats();
-        gap.before_transfer(&mut k);
-        staging.upload(dev, src, stream).expect(&what);
-        assert_counted(
-            &what,
-            before,
-            staging.stats(),
-            Route::Staged,
-            n * size_of::<T>(),
-            0,
-        );
-    }
-    for ((dev, &s), &n) in devs.iter().zip(&seeds).zip(&counts) {
-        let what = format!(
-            "upload {n} x {ty} ({} B), {setup:?}, {gap:?}",
-            n * size_of::<T>()
-        );
-        check(&what, &device_contents(dev), s);
+    let labels = staged_one_by_one::<T>(
+        &mut staging,
+        Direction::HostToDevice,
+        &counts,
+        (setup, gap),
+        &mut k,
+        |staging, i, what| staging.upload(&mut devs[i], &srcs[i], stream).expect(what),
+    );
+    for ((what, dev), &s) in labels.iter().zip(&devs).zip(&seeds) {
+        check(what, &device_contents(dev), s);
     }
 
     // Downloads.
@@ -151,29 +170,20 @@ fn every_boundary<T: Pattern>(setup: Setup, gap: Gap, stream: &Stream) {
         set_device(dev, s);
     }
     let mut hosts: Vec<Vec<T>> = counts.iter().map(|&n| pattern(n, seed())).collect();
-    for ((dev, host), &n) in devs.iter().zip(&mut hosts).zip(&counts) {
-        let what = format!(
-            "download {n} x {ty} ({} B), {setup:?}, {gap:?}",
-            n * size_of::<T>()
-        );
-        let before = staging.stats();
-        gap.before_transfer(&mut k);
-        staging.download(host, dev, stream).expect(&what);
-        assert_counted(
-            &what,
-            before,
-            staging.stats(),
-            Route::Staged,
-            0,
-            n * size_of::<T>(),
-        );
-    }
-    for ((host, &s), &n) in hosts.iter().zip(&seeds).zip(&counts) {
-        let what = format!(
-            "download {n} x {ty} ({} B), {setup:?}, {gap:?}",
-            n * size_of::<T>()
-        );
-        check(&what, host, s);
+    let labels = staged_one_by_one::<T>(
+        &mut staging,
+        Direction::DeviceToHost,
+        &counts,
+        (setup, gap),
+        &mut k,
+        |staging, i, what| {
+            staging
+                .download(&mut hosts[i], &devs[i], stream)
+                .expect(what)
+        },
+    );
+    for ((what, host), &s) in labels.iter().zip(&hosts).zip(&seeds) {
+        check(what, host, s);
     }
 }
 

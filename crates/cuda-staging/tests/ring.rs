@@ -13,17 +13,18 @@
 //! (never zeros), and every element is compared, byte for byte. Uploads are checked by
 //! reading the device back through the driver's synchronous `copy_to_host`; downloads
 //! by filling the device through `copy_from_host` first. Each test has its own stream
-//! and rings (tests run in parallel threads). The helpers live in this file on purpose
-//! (not in `tests/common`).
+//! and rings (tests run in parallel threads). The helpers are in `tests/common`.
 
-use std::fmt::{Arguments, Debug};
+mod common;
+
+use std::fmt::Debug;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use common::*;
 use cuda_staging::{
-    BatchTicket, Context, DeviceBuffer, Error, RingStats, StagingPod, StagingRing, Stream, Ticket,
-    DEFAULT_RING_SLOTS, MAX_RING_SLOTS,
+    BatchTicket, DeviceBuffer, Error, RingStats, StagingRing, Stream, Ticket, DEFAULT_RING_SLOTS,
+    MAX_RING_SLOTS,
 };
 
 const KIB: usize = 1 << 10;
@@ -98,184 +99,12 @@ fn a_new_ring_pins_nothing_counts_nothing_and_synchronizes_without_a_driver() {
 // helpers of the GPU tests
 // ---------------------------------------------------------------------------------
 
-/// Device 0's primary context (made current on this thread) and a fresh stream.
-/// Panics without a usable GPU: a GPU test never passes quietly without one.
-fn gpu() -> (Context, Stream) {
-    let ctx = Context::new(0)
-        .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
-    let stream = Stream::new(&ctx).expect("Stream::new");
-    (ctx, stream)
-}
-
-static NEXT_SEED: AtomicU64 = AtomicU64::new(0x7215_6000);
-
-/// A seed no other call in this process gets, so every transfer moves other data.
-fn seed() -> u64 {
-    NEXT_SEED.fetch_add(1, Ordering::Relaxed)
-}
-
-/// SplitMix64 of (index, seed): neighbouring elements and calls all differ.
-fn mix(i: usize, seed: u64) -> u64 {
-    let mut z = (i as u64)
-        .wrapping_add(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-        .wrapping_add(0x632B_E59B_D9B4_E019);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A 3-byte element (alignment 1): one RGB pixel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-struct Rgb {
-    r: u8,
-    g: u8,
-    b: u8,
-}
-
-/// Element types with a per-element, per-seed pattern.
-trait Pattern: StagingPod + Debug + Send + Sync {
-    fn at(i: usize, seed: u64) -> Self;
-}
-
-impl Pattern for u8 {
-    fn at(i: usize, seed: u64) -> Self {
-        (mix(i, seed) >> 24) as u8
-    }
-}
-
-impl Pattern for u32 {
-    fn at(i: usize, seed: u64) -> Self {
-        mix(i, seed) as u32
-    }
-}
-
-impl Pattern for f32 {
-    fn at(i: usize, seed: u64) -> Self {
-        // The exponent's top bit cleared: finite, never NaN.
-        f32::from_bits((mix(i, seed) as u32) & 0xBFFF_FFFF)
-    }
-}
-
-impl Pattern for Rgb {
-    fn at(i: usize, seed: u64) -> Self {
-        let m = mix(i, seed);
-        Rgb {
-            r: m as u8,
-            g: (m >> 8) as u8,
-            b: (m >> 16) as u8,
-        }
-    }
-}
-
-/// Byte-for-byte equality (no float comparison surprises).
-fn same<T: StagingPod>(a: &T, b: &T) -> bool {
-    bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
-}
-
-fn pattern<T: Pattern>(n: usize, seed: u64) -> Vec<T> {
-    (0..n).map(|i| T::at(i, seed)).collect()
-}
-
-fn fill<T: Pattern>(dst: &mut [T], seed: u64) {
-    for (i, v) in dst.iter_mut().enumerate() {
-        *v = T::at(i, seed);
-    }
-}
-
-/// Panics unless `got[i] == T::at(i + first, seed)` for every `i`; names the first
-/// mismatch and how many there are.
-#[track_caller]
-fn check_from<T: Pattern>(what: Arguments<'_>, got: &[T], first: usize, seed: u64) {
-    let bad = |(i, v): (usize, &T)| !same(v, &T::at(i + first, seed));
-    if let Some(i) = got.iter().enumerate().position(bad) {
-        let count = got.iter().enumerate().filter(|&x| bad(x)).count();
-        panic!(
-            "{what}: {count} of {} elements differ; first at {} (got {:?}, want {:?})",
-            got.len(),
-            i + first,
-            got[i],
-            T::at(i + first, seed)
-        );
-    }
-}
-
-/// Panics unless `got` is the pattern of `seed` from element 0.
-#[track_caller]
-fn check<T: Pattern>(what: Arguments<'_>, got: &[T], seed: u64) {
-    check_from(what, got, 0, seed);
-}
-
-/// Panics unless every element of `got` is `want`.
-#[track_caller]
-fn check_all<T: Pattern>(what: Arguments<'_>, got: &[T], want: T) {
-    if let Some(i) = got.iter().position(|v| !same(v, &want)) {
-        let count = got.iter().filter(|v| !same(*v, &want)).count();
-        panic!(
-            "{what}: {count} of {} elements differ from {want:?}; first at {i} (got {:?})",
-            got.len(),
-            got[i]
-        );
-    }
-}
-
-/// The whole device buffer, read through the driver's synchronous copy (which waits
-/// for queued work that writes the buffer).
-fn read_back<T: Pattern>(d: &DeviceBuffer<T>) -> Vec<T> {
-    let mut host = vec![T::zeroed(); d.len()];
-    d.copy_to_host(&mut host).expect("copy_to_host");
-    host
-}
-
-/// A device buffer of `len` elements holding the pattern of `seed`.
-fn device_with<T: Pattern>(len: usize, seed: u64) -> DeviceBuffer<T> {
-    let mut d = DeviceBuffer::<T>::alloc(len).expect("DeviceBuffer::alloc");
-    d.copy_from_host(&pattern::<T>(len, seed))
-        .expect("copy_from_host");
-    d
-}
+// The shared helpers (device set-up, patterns, checks, `Busy`, `warm`) are in
+// `tests/common`; what only the ring tests need is here.
 
 /// Elements of `T` in at least `bytes` bytes.
 fn elems_for<T>(bytes: usize) -> usize {
     bytes.div_ceil(std::mem::size_of::<T>())
-}
-
-/// The `InvalidArgument` reason of `e`, or a panic naming what it was instead.
-#[track_caller]
-fn invalid_reason(e: Error) -> String {
-    match e {
-        Error::InvalidArgument { reason, .. } => reason,
-        other => panic!("expected Error::InvalidArgument, got {other:?}"),
-    }
-}
-
-/// Bytes of each device-to-device copy queued to keep a stream busy.
-const BUSY_BYTES: usize = 256 * MIB;
-/// How many: with both directions about 1 ms of queued work on an H200, far longer
-/// than any transfer these tests queue behind it.
-const BUSY_REPS: usize = 4;
-
-/// Two device buffers to copy between, to queue real work on a stream, so that
-/// whatever is queued after it is certainly still pending when the host looks.
-struct Busy {
-    a: DeviceBuffer<u8>,
-    b: DeviceBuffer<u8>,
-}
-
-impl Busy {
-    fn new() -> Busy {
-        Busy {
-            a: DeviceBuffer::alloc(BUSY_BYTES).expect("alloc busy a"),
-            b: DeviceBuffer::alloc(BUSY_BYTES).expect("alloc busy b"),
-        }
-    }
-
-    fn queue(&mut self, stream: &Stream) {
-        for _ in 0..BUSY_REPS {
-            stream.memcpy_dtod(&self.a, &mut self.b).expect("busy dtod");
-            stream.memcpy_dtod(&self.b, &mut self.a).expect("busy dtod");
-        }
-    }
 }
 
 /// About 8 ms of queued device work: the slot-wait counts below must not depend on
@@ -284,21 +113,6 @@ fn long_busy(busy: &mut Busy, stream: &Stream) {
     for _ in 0..8 {
         busy.queue(stream);
     }
-}
-
-/// Pins every slot of `ring` for transfers of up to `bytes` (a download each, waited
-/// for), so that later transfers spend no time pinning (about a millisecond for a
-/// few MiB): work queued behind [`Busy`] is then certainly still pending when the
-/// next call comes.
-fn warm(ring: &mut StagingRing, stream: &Stream, bytes: usize) {
-    let scratch = DeviceBuffer::<u8>::alloc(bytes).expect("alloc scratch");
-    for _ in 0..ring.slots() {
-        let t = ring
-            .download(&scratch, bytes, stream)
-            .expect("warm-up download");
-        ring.wait(&t).expect("warm-up wait");
-    }
-    ring.synchronize().expect("synchronize");
 }
 
 // ---------------------------------------------------------------------------------
@@ -335,7 +149,7 @@ fn integrity<T: Pattern>() {
 
         ring.upload_with(&mut d_with, n, &stream, |px| {
             assert_eq!(px.len(), n, "fill gets exactly n elements");
-            fill(px, s_with);
+            fill_pattern(px, s_with);
         })
         .expect("upload_with");
         let t = ring.download(&d_down, n, &stream).expect("download");
@@ -345,28 +159,28 @@ fn integrity<T: Pattern>() {
 
         let got = ring.wait(&t).expect("wait");
         assert_eq!(got.len(), n);
-        check(format_args!("{name} download of {n}"), got, s_down);
+        check(&format_args!("{name} download of {n}"), got, s_down);
         // Redeeming again gives the same bytes.
         check(
-            format_args!("{name} download of {n}, second wait"),
+            &format_args!("{name} download of {n}, second wait"),
             ring.wait(&t).expect("wait again"),
             s_down,
         );
-        let back = read_back(&d_with);
+        let back = device_contents(&d_with);
         check(
-            format_args!("{name} upload_with of {n}"),
+            &format_args!("{name} upload_with of {n}"),
             &back[..n],
             s_with,
         );
-        check_from(
-            format_args!("{name} past upload_with"),
+        check_at(
+            &format_args!("{name} past upload_with"),
             &back[n..],
             n,
             s_rest,
         );
-        let back = read_back(&d_up);
-        check(format_args!("{name} upload of {n}"), &back[..n], s_up);
-        check_from(format_args!("{name} past upload"), &back[n..], n, s_rest);
+        let back = device_contents(&d_up);
+        check(&format_args!("{name} upload of {n}"), &back[..n], s_up);
+        check_at(&format_args!("{name} past upload"), &back[n..], n, s_rest);
 
         want.uploads += 2;
         want.downloads += 1;
@@ -409,7 +223,7 @@ fn every_size_moves_intact_f32() {
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn every_size_moves_intact_3_byte_elements() {
-    integrity::<Rgb>();
+    integrity::<[u8; 3]>();
 }
 
 #[test]
@@ -426,13 +240,13 @@ fn tickets_in_flight_keep_their_own_data_across_types_and_slot_reuse() {
     let mut ring = StagingRing::with_slots(4).unwrap();
     warm(&mut ring, &stream, MIB + 1);
     let warmed = ring.stats();
-    let (n_f, n_b, n_r, n_u) = (150_528 / 4, MIB + 1, elems_for::<Rgb>(4 * KIB), 1);
+    let (n_f, n_b, n_r, n_u) = (150_528 / 4, MIB + 1, elems_for::<[u8; 3]>(4 * KIB), 1);
 
     for round in 0..3 {
         let seeds = [seed(), seed(), seed(), seed()];
         let d_f = device_with::<f32>(n_f, seeds[0]);
         let d_b = device_with::<u8>(n_b, seeds[1]);
-        let d_r = device_with::<Rgb>(n_r, seeds[2]);
+        let d_r = device_with::<[u8; 3]>(n_r, seeds[2]);
         let d_u = device_with::<u32>(n_u, seeds[3]);
         // Behind real work, so all four are in flight at once.
         busy.queue(&stream);
@@ -446,22 +260,22 @@ fn tickets_in_flight_keep_their_own_data_across_types_and_slot_reuse() {
         for which in order {
             match which {
                 0 => check(
-                    format_args!("round {round} f32"),
+                    &format_args!("round {round} f32"),
                     ring.wait(&t_f).unwrap(),
                     seeds[0],
                 ),
                 1 => check(
-                    format_args!("round {round} u8"),
+                    &format_args!("round {round} u8"),
                     ring.wait(&t_b).unwrap(),
                     seeds[1],
                 ),
                 2 => check(
-                    format_args!("round {round} rgb"),
+                    &format_args!("round {round} rgb"),
                     ring.wait(&t_r).unwrap(),
                     seeds[2],
                 ),
                 _ => check(
-                    format_args!("round {round} u32"),
+                    &format_args!("round {round} u32"),
                     ring.wait(&t_u).unwrap(),
                     seeds[3],
                 ),
@@ -504,9 +318,9 @@ fn an_upload_lands_after_a_memset_queued_before_it() {
             ring.upload_with(&mut dst, n, &stream, |px| px.copy_from_slice(&data))
                 .unwrap();
         }
-        let back = read_back(&dst);
-        check(format_args!("upload of {bytes} B"), &back[..n], s);
-        check_all(format_args!("memset past {bytes} B"), &back[n..], bits);
+        let back = device_contents(&dst);
+        check(&format_args!("upload of {bytes} B"), &back[..n], s);
+        check_all_eq(&format_args!("memset past {bytes} B"), &back[n..], bits);
     }
 }
 
@@ -530,12 +344,12 @@ fn a_download_sees_a_copy_and_a_memset_queued_before_it() {
         let t = ring.download(&src, n, &stream).unwrap();
         let got = ring.wait(&t).unwrap();
         check(
-            format_args!("copied half of {bytes} B"),
+            &format_args!("copied half of {bytes} B"),
             &got[..n / 2],
             s_new,
         );
-        check_all(
-            format_args!("memset half of {bytes} B"),
+        check_all_eq(
+            &format_args!("memset half of {bytes} B"),
             &got[n / 2..],
             bits,
         );
@@ -562,11 +376,15 @@ fn work_queued_after_an_upload_sees_its_data() {
         stream.memcpy_dtod(&input, &mut output).unwrap();
         let t = ring.download(&output, n, &stream).unwrap();
         check(
-            format_args!("download after upload of {bytes} B"),
+            &format_args!("download after upload of {bytes} B"),
             ring.wait(&t).unwrap(),
             s,
         );
-        check(format_args!("output of {bytes} B"), &read_back(&output), s);
+        check(
+            &format_args!("output of {bytes} B"),
+            &device_contents(&output),
+            s,
+        );
     }
 }
 
@@ -596,13 +414,13 @@ fn a_slot_is_not_reused_while_its_copy_is_in_flight() {
     assert_eq!(ring.stats().slot_waits, 1, "{:?}", ring.stats());
     ring.synchronize().unwrap();
     check(
-        format_args!("upload, then upload: first"),
-        &read_back(&a),
+        &format_args!("upload, then upload: first"),
+        &device_contents(&a),
         s_a,
     );
     check(
-        format_args!("upload, then upload: second"),
-        &read_back(&b),
+        &format_args!("upload, then upload: second"),
+        &device_contents(&b),
         s_b,
     );
 
@@ -613,13 +431,13 @@ fn a_slot_is_not_reused_while_its_copy_is_in_flight() {
     let t = ring.download(&c, n, &stream).unwrap();
     assert_eq!(ring.stats().slot_waits, 2, "{:?}", ring.stats());
     check(
-        format_args!("upload, then download: download"),
+        &format_args!("upload, then download: download"),
         ring.wait(&t).unwrap(),
         s_c,
     );
     check(
-        format_args!("upload, then download: upload"),
-        &read_back(&a),
+        &format_args!("upload, then download: upload"),
+        &device_contents(&a),
         s_b,
     );
     ring.synchronize().unwrap();
@@ -633,8 +451,8 @@ fn a_slot_is_not_reused_while_its_copy_is_in_flight() {
     let reason = invalid_reason(ring.wait(&t).unwrap_err());
     assert!(reason.contains("stale ticket"), "{reason}");
     check(
-        format_args!("download, then upload: upload"),
-        &read_back(&b),
+        &format_args!("download, then upload: upload"),
+        &device_contents(&b),
         s_a,
     );
     assert_eq!(ring.stats().allocations, 1);
@@ -663,8 +481,8 @@ fn dropping_a_ring_waits_for_its_transfers_in_flight() {
         // slots must outlive them.
     }
     check(
-        format_args!("upload of a dropped ring"),
-        &read_back(&dst),
+        &format_args!("upload of a dropped ring"),
+        &device_contents(&dst),
         s,
     );
     stream.synchronize().unwrap();
@@ -685,29 +503,29 @@ fn prefix_transfers_leave_the_rest_of_the_device_buffer_untouched() {
         let mut d = device_with::<f32>(len, s_rest);
         ring.upload_with(&mut d, n, &stream, |px| {
             assert_eq!(px.len(), n);
-            fill(px, s_with);
+            fill_pattern(px, s_with);
         })
         .unwrap();
-        let back = read_back(&d);
-        check(format_args!("upload_with prefix {n}"), &back[..n], s_with);
-        check_from(format_args!("past upload_with {n}"), &back[n..], n, s_rest);
+        let back = device_contents(&d);
+        check(&format_args!("upload_with prefix {n}"), &back[..n], s_with);
+        check_at(&format_args!("past upload_with {n}"), &back[n..], n, s_rest);
 
         let mut d = device_with::<f32>(len, s_rest);
         ring.upload(&mut d, &pattern::<f32>(n, s_up), &stream)
             .unwrap();
-        let back = read_back(&d);
-        check(format_args!("upload prefix {n}"), &back[..n], s_up);
-        check_from(format_args!("past upload {n}"), &back[n..], n, s_rest);
+        let back = device_contents(&d);
+        check(&format_args!("upload prefix {n}"), &back[..n], s_up);
+        check_at(&format_args!("past upload {n}"), &back[n..], n, s_rest);
 
         let d = device_with::<f32>(len, s_down);
         let t = ring.download(&d, n, &stream).unwrap();
         assert_eq!(t.len(), n);
         let got = ring.wait(&t).unwrap();
         assert_eq!(got.len(), n, "a prefix download returns n elements");
-        check(format_args!("download prefix {n}"), got, s_down);
+        check(&format_args!("download prefix {n}"), got, s_down);
         check(
-            format_args!("device after download {n}"),
-            &read_back(&d),
+            &format_args!("device after download {n}"),
+            &device_contents(&d),
             s_down,
         );
     }
@@ -786,13 +604,13 @@ fn bad_input_is_refused_before_any_driver_call_and_changes_nothing() {
     assert_eq!(ring.stats(), before, "refused calls count nothing");
     assert_eq!(ring.capacity(), capacity, "refused calls pin nothing");
     check(
-        format_args!("ticket taken before the refused calls"),
+        &format_args!("ticket taken before the refused calls"),
         ring.wait(&t).expect("no refused call took the slot"),
         s_held,
     );
     check(
-        format_args!("device after refused calls"),
-        &read_back(&d),
+        &format_args!("device after refused calls"),
+        &device_contents(&d),
         s_dev,
     );
 
@@ -810,13 +628,13 @@ fn bad_input_is_refused_before_any_driver_call_and_changes_nothing() {
     assert_eq!(ring.stats(), before, "zero elements count nothing");
     assert_eq!(ring.capacity(), capacity);
     check(
-        format_args!("ticket after zero-element calls"),
+        &format_args!("ticket after zero-element calls"),
         ring.wait(&t).expect("no zero-element call took the slot"),
         s_held,
     );
     check(
-        format_args!("device after zero-element calls"),
-        &read_back(&d),
+        &format_args!("device after zero-element calls"),
+        &device_contents(&d),
         s_dev,
     );
 }
@@ -833,7 +651,7 @@ fn a_panic_inside_fill_leaves_the_ring_working() {
         let s_before = seed();
         let mut d = device_with::<f32>(n, seed());
         if warm {
-            ring.upload_with(&mut d, n, &stream, |px| fill(px, s_before))
+            ring.upload_with(&mut d, n, &stream, |px| fill_pattern(px, s_before))
                 .unwrap();
         } else {
             d.copy_from_host(&pattern::<f32>(n, s_before)).unwrap();
@@ -856,19 +674,19 @@ fn a_panic_inside_fill_leaves_the_ring_working() {
         assert_eq!(after.bytes_uploaded, before.bytes_uploaded);
         stream.synchronize().unwrap();
         check(
-            format_args!("device after a panicking fill (slots {slots}, warm {warm})"),
-            &read_back(&d),
+            &format_args!("device after a panicking fill (slots {slots}, warm {warm})"),
+            &device_contents(&d),
             s_before,
         );
 
         // The ring goes on: an upload and a download through every slot.
         for _ in 0..slots + 1 {
             let s = seed();
-            ring.upload_with(&mut d, n, &stream, |px| fill(px, s))
+            ring.upload_with(&mut d, n, &stream, |px| fill_pattern(px, s))
                 .unwrap();
             let t = ring.download(&d, n, &stream).unwrap();
             check(
-                format_args!("after a panicking fill (slots {slots}, warm {warm})"),
+                &format_args!("after a panicking fill (slots {slots}, warm {warm})"),
                 ring.wait(&t).unwrap(),
                 s,
             );
@@ -901,7 +719,7 @@ fn a_stale_ticket_is_refused_and_a_fresh_one_works() {
         assert!(reason.contains("stale ticket"), "{reason}");
         for (k, (t, &s)) in tickets.iter().zip(&seeds).enumerate().skip(1) {
             check(
-                format_args!("ticket {k} of {} on {slots} slots", slots + 1),
+                &format_args!("ticket {k} of {} on {slots} slots", slots + 1),
                 ring.wait(t).unwrap(),
                 s,
             );
@@ -911,7 +729,7 @@ fn a_stale_ticket_is_refused_and_a_fresh_one_works() {
 
         // An upload reuses a slot too.
         let mut d = DeviceBuffer::<u32>::alloc(n).unwrap();
-        ring.upload_with(&mut d, n, &stream, |px| fill(px, seed()))
+        ring.upload_with(&mut d, n, &stream, |px| fill_pattern(px, seed()))
             .unwrap();
         let reason = invalid_reason(ring.wait(&tickets[1]).unwrap_err());
         assert!(reason.contains("stale ticket"), "{reason}");
@@ -936,8 +754,8 @@ fn a_ticket_of_another_ring_is_refused() {
     let empty = a.download(&d, 0, &stream).unwrap();
     let reason = invalid_reason(b.wait(&empty).unwrap_err());
     assert!(reason.contains("another ring"), "{reason}");
-    check(format_args!("ring a"), a.wait(&t_a).unwrap(), s);
-    check(format_args!("ring b"), b.wait(&t_b).unwrap(), s);
+    check(&format_args!("ring a"), a.wait(&t_a).unwrap(), s);
+    check(&format_args!("ring b"), b.wait(&t_b).unwrap(), s);
 }
 
 // ---------------------------------------------------------------------------------
@@ -959,9 +777,13 @@ fn upload_copies_the_slice_before_returning() {
         // The DMA waits behind ~1 ms of work; the slice is overwritten at once.
         busy.queue(&stream);
         ring.upload(&mut d, &src, &stream).unwrap();
-        fill(&mut src, s_after);
+        fill_pattern(&mut src, s_after);
         drop(src);
-        check(format_args!("upload of {bytes} B"), &read_back(&d), s_sent);
+        check(
+            &format_args!("upload of {bytes} B"),
+            &device_contents(&d),
+            s_sent,
+        );
     }
     // Single-threaded copy-in gives the same.
     ring.set_copy_threads(1);
@@ -971,8 +793,12 @@ fn upload_copies_the_slice_before_returning() {
     let mut d = DeviceBuffer::<f32>::alloc(n).unwrap();
     busy.queue(&stream);
     ring.upload(&mut d, &src, &stream).unwrap();
-    fill(&mut src, seed());
-    check(format_args!("single-threaded upload"), &read_back(&d), s);
+    fill_pattern(&mut src, seed());
+    check(
+        &format_args!("single-threaded upload"),
+        &device_contents(&d),
+        s,
+    );
 }
 
 // ---------------------------------------------------------------------------------
@@ -1008,7 +834,7 @@ fn one_slot_and_back_to_back_large_uploads_must_wait() {
     assert_eq!(st.uploads, uploads as u64);
     assert_eq!(st.allocations, 1, "{st:?}");
     for (k, (d, &s)) in bufs.iter().zip(&seeds).enumerate() {
-        check(format_args!("upload {k}"), &read_back(d), s);
+        check(&format_args!("upload {k}"), &device_contents(d), s);
     }
 }
 
@@ -1023,11 +849,11 @@ fn three_slots_with_a_synchronize_between_frames_never_wait() {
     let frames = 50;
     for k in 0..frames {
         let s = seed();
-        ring.upload_with(&mut input, n, &stream, |px| fill(px, s))
+        ring.upload_with(&mut input, n, &stream, |px| fill_pattern(px, s))
             .unwrap();
         stream.memcpy_dtod(&input, &mut output).unwrap();
         let t = ring.download(&output, n, &stream).unwrap();
-        check(format_args!("frame {k}"), ring.wait(&t).unwrap(), s);
+        check(&format_args!("frame {k}"), ring.wait(&t).unwrap(), s);
         ring.synchronize().unwrap();
     }
     let st = ring.stats();
@@ -1058,18 +884,18 @@ fn a_frame_loop_of_10_000_frames_checks_every_output() {
     for k in 0..FRAMES {
         let s = base + k;
         // Preprocess frame k straight into pinned memory.
-        up.upload_with(&mut input, FRAME_N, &stream, |px| fill(px, s))
+        up.upload_with(&mut input, FRAME_N, &stream, |px| fill_pattern(px, s))
             .unwrap();
         // The device step: the "model" copies its input to its output.
         stream.memcpy_dtod(&input, &mut output).unwrap();
         let ticket = down.download(&output, FRAME_N, &stream).unwrap();
         // Meanwhile, post-process frame k - 1.
         if let Some((j, t)) = previous.replace((k, ticket)) {
-            check(format_args!("frame {j}"), down.wait(&t).unwrap(), base + j);
+            check(&format_args!("frame {j}"), down.wait(&t).unwrap(), base + j);
         }
     }
     let (j, t) = previous.expect("a last frame");
-    check(format_args!("frame {j}"), down.wait(&t).unwrap(), base + j);
+    check(&format_args!("frame {j}"), down.wait(&t).unwrap(), base + j);
     let elapsed = started.elapsed();
 
     let (u, d) = (up.stats(), down.stats());
@@ -1114,13 +940,13 @@ fn eight_threads_each_with_its_own_ring_and_stream() {
                     let mut previous: Option<(u64, Ticket<f32>)> = None;
                     for k in 0..FRAMES {
                         let s = base + k;
-                        ring.upload_with(&mut input, FRAME_N, &stream, |px| fill(px, s))
+                        ring.upload_with(&mut input, FRAME_N, &stream, |px| fill_pattern(px, s))
                             .unwrap();
                         stream.memcpy_dtod(&input, &mut output).unwrap();
                         let ticket = ring.download(&output, FRAME_N, &stream).unwrap();
                         if let Some((j, t)) = previous.replace((k, ticket)) {
                             check(
-                                format_args!("thread {thread} frame {j}"),
+                                &format_args!("thread {thread} frame {j}"),
                                 ring.wait(&t).unwrap(),
                                 base + j,
                             );
@@ -1128,7 +954,7 @@ fn eight_threads_each_with_its_own_ring_and_stream() {
                     }
                     let (j, t) = previous.expect("a last frame");
                     check(
-                        format_args!("thread {thread} frame {j}"),
+                        &format_args!("thread {thread} frame {j}"),
                         ring.wait(&t).unwrap(),
                         base + j,
                     );

@@ -3,11 +3,11 @@
 //! download redeemed at once) makes no heap allocation, starts no thread and pins
 //! nothing more.
 //!
-//! Its own test binary, with one test: the `#[global_allocator]` below counts the
-//! heap allocations of every thread of the process, so nothing else may run beside
-//! the measured loop. Allocations the CUDA driver makes itself (`malloc` from C) are
-//! not Rust heap allocations and are not counted; everything this workspace, std and
-//! the test do is.
+//! Its own test binary, with one test: the `#[global_allocator]` of `counting_alloc`
+//! counts the heap allocations of every thread of the process, so nothing else may
+//! run beside the measured loop. Allocations the CUDA driver makes itself (`malloc`
+//! from C) are not Rust heap allocations and are not counted; everything this
+//! workspace, std and the test do is.
 //!
 //! Run with `cargo xtask test-gpu` (or `cargo test -p cuda-staging --test
 //! ring_steady_state -- --ignored` on a GPU machine).
@@ -17,78 +17,16 @@
 //! inline), checks compare against a pattern computed on the fly and format only
 //! when they fail, and nothing is printed.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+mod common;
+mod counting_alloc;
 
-use cuda_staging::{Context, DeviceBuffer, DownloadBatch, StagingRing, Stream, Ticket};
+use common::gpu;
+use counting_alloc::{allocations, thread_allocations};
+use cuda_staging::{DeviceBuffer, DownloadBatch, StagingRing, Stream, Ticket};
 
 // ---------------------------------------------------------------------------------
-// the counting allocator
+// threads
 // ---------------------------------------------------------------------------------
-
-/// Heap allocations (alloc, alloc_zeroed, realloc) of the whole process so far.
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// Heap allocations of this thread so far (const-initialised, no destructor: safe
-    /// to touch from inside the allocator).
-    static THREAD_ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-/// `System`, counting every allocation.
-struct CountingAllocator;
-
-impl CountingAllocator {
-    fn count() {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        // `try_with`: a thread being torn down may allocate after its locals are gone.
-        let _ = THREAD_ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-    }
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which implements
-// `GlobalAlloc` correctly; what is added are counter increments, which neither
-// allocate nor touch the memory handed out.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        Self::count();
-        // SAFETY: our caller meets `GlobalAlloc::alloc`'s contract (a layout of
-        // non-zero size), which is all `System.alloc` requires.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        Self::count();
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        Self::count();
-        // SAFETY: our caller guarantees that `ptr` came from this allocator (that is,
-        // from `System`) with `layout`, and that `new_size` is valid for it: exactly
-        // `System.realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: our caller guarantees that `ptr` came from this allocator (from
-        // `System`) with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
-
-/// (allocations of every thread, allocations of this thread).
-fn allocations() -> (u64, u64) {
-    (
-        ALLOCATIONS.load(Ordering::SeqCst),
-        THREAD_ALLOCATIONS.with(|c| c.get()),
-    )
-}
 
 /// The ids of this process's threads (entries of /proc/self/task), sorted. Allocates:
 /// call it only outside the measured region. `None` where there is no /proc.
@@ -197,10 +135,9 @@ impl Pipeline {
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_warm_ring_frame_loop_allocates_nothing_and_starts_no_thread() {
-    let ctx = Context::new(0)
-        .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
+    let (_ctx, stream) = gpu();
     let mut p = Pipeline {
-        stream: Stream::new(&ctx).expect("Stream::new"),
+        stream,
         input: DeviceBuffer::alloc(N).expect("alloc input"),
         output: DeviceBuffer::alloc(N).expect("alloc output"),
         scores: DeviceBuffer::alloc(N_SCORES).expect("alloc scores"),
@@ -214,11 +151,11 @@ fn a_warm_ring_frame_loop_allocates_nothing_and_starts_no_thread() {
     let capacity = p.ring.capacity();
     let threads_before = threads();
 
-    let before = allocations();
+    let before = (allocations(), thread_allocations());
     for k in WARM_UP_FRAMES..WARM_UP_FRAMES + STEADY_FRAMES {
         p.frame(k);
     }
-    let after = allocations();
+    let after = (allocations(), thread_allocations());
 
     let threads_after = threads();
     let steady = p.ring.stats();

@@ -4,11 +4,12 @@
 //! the process-wide copy pool.
 //!
 //! Its own test binary, and the only test in it (the two scenarios run one after
-//! the other inside it): the `#[global_allocator]` below counts every heap
-//! allocation of the whole process (every thread), so nothing else may run beside
-//! the measured loops, not even the test harness starting another test. Allocations made by the CUDA driver itself
-//! (`malloc` from C) are not Rust heap allocations and are not counted; what is
-//! counted is everything this workspace, std and the test do.
+//! the other inside it): the `#[global_allocator]` of `counting_alloc` counts every
+//! heap allocation of the whole process (every thread), so nothing else may run
+//! beside the measured loops, not even the test harness starting another test.
+//! Allocations made by the CUDA driver itself (`malloc` from C) are not Rust heap
+//! allocations and are not counted; what is counted is everything this workspace,
+//! std and the test do.
 //!
 //! Run with `cargo xtask test-gpu` (or `cargo test -p cuda-staging --test
 //! steady_state -- --ignored` on a GPU machine).
@@ -18,68 +19,18 @@
 //! (`common::check` formats only when it fails), and nothing is printed.
 
 mod common;
+mod counting_alloc;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use common::*;
+use counting_alloc::allocations;
 use cuda_staging::{
     bytemuck, default_copy_threads, pool_threads, pool_threads_started, Context, DeviceBuffer,
     Direction, PinnedBuffer, StagingBuffer, StagingStats, Stream, PIPELINE_WINDOW_BYTES,
 };
-
-// ---------------------------------------------------------------------------------
-// the counting allocator
-// ---------------------------------------------------------------------------------
-
-/// Heap allocations (alloc, alloc_zeroed, realloc) made by the process so far.
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-/// `System`, counting every allocation in [`ALLOCATIONS`].
-struct CountingAllocator;
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which
-// implements `GlobalAlloc` correctly; the only thing added is an atomic increment,
-// which neither allocates nor touches the memory handed out.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: our caller meets `GlobalAlloc::alloc`'s contract (a layout of
-        // non-zero size), which is all `System.alloc` requires.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: as for `alloc`: the caller's layout has a non-zero size.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
-        // SAFETY: our caller guarantees that `ptr` was allocated by this allocator
-        // (that is, by `System`, to which every allocation is forwarded) with
-        // `layout`, and that `new_size` is non-zero and does not overflow when
-        // rounded up to `layout.align()`: exactly `System.realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: our caller guarantees that `ptr` was allocated by this allocator
-        // (by `System`) with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.load(Ordering::SeqCst)
-}
 
 /// Runs `f` and adds the allocations made meanwhile (by any thread) to `slot`.
 fn counted<R>(slot: &mut u64, f: impl FnOnce() -> R) -> R {

@@ -1,4 +1,5 @@
-//! Helpers shared by the GPU test binaries of `cuda-core`.
+//! Helpers shared by the test binaries of `cuda-core` (the GPU ones, and `cpu.rs` for
+//! `Aligned512`).
 //!
 //! Data is checked, not just `is_ok()`: buffers are filled with byte patterns that
 //! differ per element and per call (seeded by a tag and a number, never a zero
@@ -200,4 +201,12 @@ pub struct Rgb {
     pub r: u8,
     pub g: u8,
     pub b: u8,
+}
+
+/// An element aligned above the 256 bytes CUDA guarantees for its allocations (and
+/// for small pinned blocks): pinned buffers of it must be refused.
+#[repr(C, align(512))]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub struct Aligned512 {
+    pub bytes: [u8; 512],
 }

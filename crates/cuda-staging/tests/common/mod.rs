@@ -1,14 +1,17 @@
-//! Helpers shared by the GPU test binaries of `cuda-staging` (`gpu.rs`,
-//! `pipeline.rs`, `steady_state.rs`, `gpu_driver_error.rs`): device set-up that fails
-//! loudly, per-element per-call patterns, exact comparisons with short failure
-//! messages, stats bookkeeping, and a look at the copy pool's threads.
+//! Helpers shared by the GPU test binaries of `cuda-staging` (`gpu.rs`, `batch.rs`,
+//! `ring.rs`, `pipeline.rs`, `steady_state.rs`, `gpu_driver_error.rs`): device set-up
+//! that fails loudly, per-element per-call patterns, exact comparisons with short
+//! failure messages, queued work to transfer behind, stats bookkeeping, and a look at
+//! the copy pool's threads.
 
 #![allow(dead_code)] // each test binary uses its own subset
 
-use std::fmt::Debug;
+use std::fmt::{Debug, Display};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cuda_staging::{bytemuck, Context, DeviceBuffer, StagingPod, StagingStats, Stream};
+use cuda_staging::{
+    bytemuck, Context, DeviceBuffer, Error, StagingPod, StagingRing, StagingStats, Stream,
+};
 
 /// Device 0's primary context (made current on this thread) and a fresh stream.
 ///
@@ -35,6 +38,16 @@ pub fn mix(i: usize, seed: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// Finite, never NaN: the low 32 bits of `bits` with the exponent's top bit cleared.
+pub fn finite(bits: u64) -> f32 {
+    f32::from_bits((bits as u32) & 0xBFFF_FFFF)
+}
+
+/// Byte-for-byte equality (no float comparison surprises).
+pub fn same<T: StagingPod>(a: &T, b: &T) -> bool {
+    bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
 }
 
 /// A user type as the crate docs describe: `#[repr(C)]`, `Pod`, alignment 8, no
@@ -65,10 +78,15 @@ impl Pattern for u32 {
     }
 }
 
+impl Pattern for i32 {
+    fn at(i: usize, seed: u64) -> Self {
+        (mix(i, seed) >> 32) as i32
+    }
+}
+
 impl Pattern for f32 {
     fn at(i: usize, seed: u64) -> Self {
-        // Exponent's top bit cleared: always finite, never NaN.
-        f32::from_bits((mix(i, seed) as u32) & 0xBFFF_FFFF)
+        finite(mix(i, seed))
     }
 }
 
@@ -92,7 +110,7 @@ impl Pattern for Detection {
         let h = mix(i, seed);
         Detection {
             id: h,
-            score: f32::from_bits(((h >> 32) as u32) & 0xBFFF_FFFF),
+            score: finite(h >> 32),
             class: (h >> 16) as u16,
             flags: (h as u16) ^ (i as u16),
         }
@@ -112,12 +130,15 @@ pub fn fill_pattern<T: Pattern>(dst: &mut [T], seed: u64) {
 }
 
 /// Checks every element: `got[k]` must be the pattern of `seed` at `first + k`.
-pub fn check_at<T: Pattern>(what: &str, got: &[T], first: usize, seed: u64) {
+/// `what` is formatted only on failure (a `&str`, or `&format_args!(..)` to format
+/// nothing unless it fails).
+#[track_caller]
+pub fn check_at<T: Pattern>(what: &(impl Display + ?Sized), got: &[T], first: usize, seed: u64) {
     let mut bad = 0usize;
     let mut first_bad = None;
     for (k, g) in got.iter().enumerate() {
         let e = T::at(first + k, seed);
-        if bytemuck::bytes_of(g) != bytemuck::bytes_of(&e) {
+        if !same(g, &e) {
             bad += 1;
             if first_bad.is_none() {
                 first_bad = Some((k, *g, e));
@@ -133,21 +154,20 @@ pub fn check_at<T: Pattern>(what: &str, got: &[T], first: usize, seed: u64) {
 }
 
 /// Checks every element of `got` against the pattern of `seed` from index 0.
-pub fn check<T: Pattern>(what: &str, got: &[T], seed: u64) {
+#[track_caller]
+pub fn check<T: Pattern>(what: &(impl Display + ?Sized), got: &[T], seed: u64) {
     check_at(what, got, 0, seed)
 }
 
-/// Checks that every element of `got` equals `value`.
-pub fn check_all_eq<T: StagingPod + Debug>(what: &str, got: &[T], value: T) {
-    let bad = got
-        .iter()
-        .filter(|g| bytemuck::bytes_of(*g) != bytemuck::bytes_of(&value))
-        .count();
+/// Checks that every element of `got` equals `value` (byte for byte).
+#[track_caller]
+pub fn check_all_eq<T: StagingPod + Debug>(what: &(impl Display + ?Sized), got: &[T], value: T) {
+    let bad = got.iter().filter(|g| !same(*g, &value)).count();
     if bad > 0 {
         let (k, g) = got
             .iter()
             .enumerate()
-            .find(|(_, g)| bytemuck::bytes_of(*g) != bytemuck::bytes_of(&value))
+            .find(|(_, g)| !same(*g, &value))
             .expect("a mismatch was counted");
         panic!(
             "{what}: {bad} of {} elements differ from {value:?}; first at index {k}: {g:?}",
@@ -175,6 +195,70 @@ pub fn device_contents<T: Pattern>(d: &DeviceBuffer<T>) -> Vec<T> {
     let mut v = vec![T::zeroed(); d.len()];
     d.copy_to_host(&mut v).expect("copy_to_host");
     v
+}
+
+/// The `InvalidArgument` reason of `e`, or a panic naming what it was instead.
+#[track_caller]
+pub fn invalid_reason(e: Error) -> String {
+    match e {
+        Error::InvalidArgument { reason, .. } => reason,
+        other => panic!("expected Error::InvalidArgument, got {other:?}"),
+    }
+}
+
+/// Bytes of each device-to-device copy queued to keep a stream busy.
+pub const BUSY_BYTES: usize = 256 << 20;
+/// How many copies (or round trips) [`Busy`] queues at a time: about 1 ms of queued
+/// work on an H200, far longer than any transfer the tests queue behind it.
+pub const BUSY_REPS: usize = 4;
+
+/// Two device buffers to copy between, to queue real work on a stream, so that
+/// whatever is queued after it is certainly still pending when the host looks.
+pub struct Busy {
+    a: DeviceBuffer<u8>,
+    b: DeviceBuffer<u8>,
+}
+
+impl Busy {
+    pub fn new() -> Busy {
+        Busy {
+            a: DeviceBuffer::alloc(BUSY_BYTES).expect("alloc busy a"),
+            b: DeviceBuffer::alloc(BUSY_BYTES).expect("alloc busy b"),
+        }
+    }
+
+    /// Queues [`BUSY_REPS`] round trips (a to b, b to a) of [`BUSY_BYTES`] on
+    /// `stream` and returns at once: whatever is queued next on `stream` starts only
+    /// after them.
+    pub fn queue(&mut self, stream: &Stream) {
+        for _ in 0..BUSY_REPS {
+            stream.memcpy_dtod(&self.a, &mut self.b).expect("busy dtod");
+            stream.memcpy_dtod(&self.b, &mut self.a).expect("busy dtod");
+        }
+    }
+
+    /// Half of [`Busy::queue`]: [`BUSY_REPS`] copies of [`BUSY_BYTES`] from a to b
+    /// only (the amount `gpu.rs`'s ordering tests were written against).
+    pub fn queue_one_way(&mut self, stream: &Stream) {
+        for _ in 0..BUSY_REPS {
+            stream.memcpy_dtod(&self.a, &mut self.b).expect("busy dtod");
+        }
+    }
+}
+
+/// Pins every slot of `ring` for transfers of up to `bytes` (a download each, waited
+/// for), so that later transfers spend no time pinning (about a millisecond for a
+/// few MiB): work queued behind [`Busy`] is then certainly still pending when the
+/// next call comes.
+pub fn warm(ring: &mut StagingRing, stream: &Stream, bytes: usize) {
+    let scratch = DeviceBuffer::<u8>::alloc(bytes).expect("alloc scratch");
+    for _ in 0..ring.slots() {
+        let t = ring
+            .download(&scratch, bytes, stream)
+            .expect("warm-up download");
+        ring.wait(&t).expect("warm-up wait");
+    }
+    ring.synchronize().expect("synchronize");
 }
 
 /// Which route a convenience transfer must have taken.

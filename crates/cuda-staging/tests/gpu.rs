@@ -1003,31 +1003,70 @@ fn interior_slices_of_page_locked_memory_are_dmad_directly() {
 /// Granularity of the registrations below: a multiple of every host page size.
 const LOCK_BLOCK: usize = 64 * KIB;
 
-/// `blocks` blocks of [`LOCK_BLOCK`] bytes of leaked memory, starting on a block
-/// boundary, holding a pattern, with the block ranges `locked` page-locked for the
-/// rest of the process: memory page-locked by someone else (another library's
-/// pinned allocator), which `upload` / `download` only learn about from the driver.
-///
-/// Each range is registered through a `HostRegistration` whose guard is then
-/// forgotten: the memory stays registered, and with the guard's borrow over, slices
-/// across several registrations and the gaps between them can be taken. Safe code,
-/// and sound here: nothing is queued on the memory, and it is leaked, so never freed
-/// while registered. The slack before and after the blocks is never registered, so
-/// registrations of tests running in parallel never share a page with these.
-fn foreign_locked(
-    ctx: &Context,
+/// `blocks` blocks of [`LOCK_BLOCK`] bytes, starting on a block boundary, holding a
+/// pattern, with the block ranges `locked` page-locked by "another library": raw
+/// `cuMemHostRegister` calls, as a foreign pinned allocator would make them, which
+/// `upload` / `download` only learn about from the driver. This is the raw-handle
+/// interop the test is about, so it uses the raw layer; dropping the result
+/// unregisters the ranges. The slack before and after the blocks is never
+/// registered, so registrations of tests running in parallel never share a page
+/// with these.
+struct ForeignLocked {
+    memory: Box<[u8]>,
+    /// Offset of the first block in `memory`.
+    off: usize,
     blocks: usize,
-    locked: &[std::ops::Range<usize>],
-) -> &'static mut [u8] {
-    let all: &'static mut [u8] = Box::leak(vec![0u8; (blocks + 2) * LOCK_BLOCK].into_boxed_slice());
-    let off = all.as_ptr().align_offset(LOCK_BLOCK);
-    let region = &mut all[off..off + blocks * LOCK_BLOCK];
-    fill_pattern(region, seed());
-    for r in locked {
-        let bytes = &mut region[r.start * LOCK_BLOCK..r.end * LOCK_BLOCK];
-        std::mem::forget(HostRegistration::new(ctx, bytes).expect("HostRegistration::new"));
+    registered: Vec<*mut std::ffi::c_void>,
+    ctx: Context,
+}
+
+impl ForeignLocked {
+    fn new(ctx: &Context, blocks: usize, locked: &[std::ops::Range<usize>]) -> ForeignLocked {
+        let mut memory = vec![0u8; (blocks + 2) * LOCK_BLOCK].into_boxed_slice();
+        let off = memory.as_ptr().align_offset(LOCK_BLOCK);
+        fill_pattern(&mut memory[off..off + blocks * LOCK_BLOCK], seed());
+        let _g = ctx.enter().expect("enter");
+        let mut registered = Vec::new();
+        for r in locked {
+            let bytes = &mut memory[off + r.start * LOCK_BLOCK..off + r.end * LOCK_BLOCK];
+            let p = bytes.as_mut_ptr().cast();
+            // SAFETY: `bytes` lies inside `memory`, which this struct owns and keeps
+            // (a boxed slice does not move) until `Drop` unregisters `p` first.
+            unsafe {
+                cuda_core::result::mem_host_register(
+                    p,
+                    bytes.len(),
+                    cuda_core::sys::CU_MEMHOSTREGISTER_PORTABLE,
+                )
+            }
+            .expect("cuMemHostRegister");
+            registered.push(p);
+        }
+        ForeignLocked {
+            memory,
+            off,
+            blocks,
+            registered,
+            ctx: ctx.clone(),
+        }
     }
-    region
+
+    /// The blocks, as the test reads and writes them.
+    fn region(&mut self) -> &mut [u8] {
+        &mut self.memory[self.off..self.off + self.blocks * LOCK_BLOCK]
+    }
+}
+
+impl Drop for ForeignLocked {
+    fn drop(&mut self) {
+        let _g = self.ctx.enter().expect("enter");
+        for &p in &self.registered {
+            // SAFETY: `p` starts a range registered in `new`; the transfers that
+            // used it all returned (they are synchronous), and it is unregistered
+            // once, before `memory` is freed.
+            unsafe { cuda_core::result::mem_host_unregister(p) }.expect("cuMemHostUnregister");
+        }
+    }
 }
 
 /// Uploads `region[range]` and downloads into it with a fresh `StagingBuffer` (no
@@ -1098,7 +1137,8 @@ fn page_locked_ranges_end_where_the_registration_ends() {
     // pageable gap, 4 registered (B), 5 registered separately right after B (C),
     // 6-7 pageable.
     let (ctx, stream) = gpu();
-    let region = foreign_locked(&ctx, 8, &[1..3, 4..5, 5..6]);
+    let mut foreign = ForeignLocked::new(&ctx, 8, &[1..3, 4..5, 5..6]);
+    let region = foreign.region();
     let b = LOCK_BLOCK;
     let cases: [(&str, std::ops::Range<usize>, Route); 9] = [
         ("all of A", b..3 * b, Route::PinnedSource),

@@ -385,6 +385,9 @@ impl Pool {
             let j = active.trailing_zeros() as usize;
             active &= active - 1;
             let job = &self.jobs[j];
+            if !job.has_unclaimed() || !job.take_seat() {
+                continue;
+            }
             while let Some((k, d)) = job.claim() {
                 // SAFETY: a claimed part of a live publication: its publisher keeps
                 // the ranges valid until it sees the part finished.

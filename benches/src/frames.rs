@@ -14,7 +14,7 @@
 //! | `four-pipelines` | 4 threads, own stream and buffers each, 2 ms sleep per frame, then 150528 B and 4915200 B up and down |
 //! | `chunks` | none: the download chunk/thread diagnostic, only when asked for by name |
 //!
-//! Pure logic, tested without a GPU; percentiles are in [`crate::stats`]; [`crate::frame_loop`], [`crate::pipelines`] and
+//! Pure logic, tested without a GPU; percentiles are in [`crate::stats`]; [`crate::frame_loop`], [`crate::four_pipelines`] and
 //! [`crate::chunks`] run it.
 
 use std::time::Duration;
@@ -51,7 +51,7 @@ pub enum Scenario {
     Sleep16ms,
     /// Compute for 2 ms (writing other memory) before each transfer.
     Busy2ms,
-    /// Four threads, each its own frame loop; see [`crate::pipelines`].
+    /// Four threads, each its own frame loop; see [`crate::four_pipelines`].
     FourPipelines,
     /// Back-to-back download variants, a tuning diagnostic; see [`crate::chunks`].
     Chunks,

@@ -1,6 +1,6 @@
 //! The `pipeline` bench and example (issue 13): one inference-shaped pipeline of
 //! frames, synchronous or overlapped, and a model's outputs downloaded separately or
-//! as a batch. (Not to be confused with [`crate::pipelines`], the `frames` bench's
+//! as a batch. (Not to be confused with [`crate::four_pipelines`], the `frames` bench's
 //! `four-pipelines` scenario of bare transfers on four threads.)
 //!
 //! Per frame: a 640×640×3 `u8` frame in ordinary memory (as a decoder hands it over)

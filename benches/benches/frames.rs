@@ -44,21 +44,9 @@ fn main() -> ExitCode {
         _ => FrameSettings::from_env(),
     };
 
-    let gpu = match Gpu::open() {
+    let gpu = match Gpu::open_for("frames", mode) {
         Ok(g) => g,
-        Err(e) => {
-            eprintln!("no CUDA GPU/driver found: {e}");
-            return if mode == RunMode::Bench {
-                eprintln!(
-                    "frames: nothing measured. Build the bench executable here and run it on \
-                     a machine with a CUDA GPU (cargo xtask bench --bundle DIR)."
-                );
-                ExitCode::FAILURE
-            } else {
-                eprintln!("frames: frame-loop benchmarks skipped in test mode");
-                ExitCode::SUCCESS
-            };
-        }
+        Err(exit) => return exit,
     };
     let names: Vec<&str> = scenarios.iter().map(|s| s.name()).collect();
     eprintln!(

@@ -36,21 +36,9 @@ fn main() -> ExitCode {
         RunMode::Test => PipelineSettings::smoke(),
         _ => PipelineSettings::from_env(),
     };
-    let gpu = match Gpu::open() {
+    let gpu = match Gpu::open_for("pipeline", mode) {
         Ok(g) => g,
-        Err(e) => {
-            eprintln!("no CUDA GPU/driver found: {e}");
-            return if mode == RunMode::Bench {
-                eprintln!(
-                    "pipeline: nothing measured. Build the bench executable here and run it \
-                     on a machine with a CUDA GPU (cargo xtask bench --bundle DIR)."
-                );
-                ExitCode::FAILURE
-            } else {
-                eprintln!("pipeline: skipped in test mode");
-                ExitCode::SUCCESS
-            };
-        }
+        Err(exit) => return exit,
     };
     eprintln!(
         "pipeline: {} | {} frames per loop, {} batch repetitions{}",

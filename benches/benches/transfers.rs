@@ -41,21 +41,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
 
-    let gpu = match Gpu::open() {
+    let gpu = match Gpu::open_for("benches", mode) {
         Ok(g) => g,
-        Err(e) => {
-            eprintln!("no CUDA GPU/driver found: {e}");
-            return if mode == RunMode::Bench {
-                eprintln!(
-                    "benches: nothing measured. Build the bench executable here and run it on \
-                     a machine with a CUDA GPU (cargo xtask bench --bundle DIR)."
-                );
-                ExitCode::FAILURE
-            } else {
-                eprintln!("benches: transfer benchmarks skipped in test mode");
-                ExitCode::SUCCESS
-            };
-        }
+        Err(exit) => return exit,
     };
 
     let cudarc = match CudarcGpu::open(&gpu) {

@@ -327,6 +327,26 @@ impl Gpu {
         Ok(Gpu { ctx, stream })
     }
 
+    /// Opens device 0 for the bench executable `bench`, or says why not and gives
+    /// the exit status: without a GPU, `--bench` (`cargo bench`, a bundle's run.sh)
+    /// fails, because nothing was measured, while test mode (`cargo test --benches`)
+    /// skips with success.
+    pub fn open_for(bench: &str, mode: RunMode) -> Result<Gpu, std::process::ExitCode> {
+        Gpu::open().map_err(|e| {
+            eprintln!("no CUDA GPU/driver found: {e}");
+            if mode == RunMode::Bench {
+                eprintln!(
+                    "{bench}: nothing measured. Build the bench executable here and run it on \
+                     a machine with a CUDA GPU (cargo xtask bench --bundle DIR)."
+                );
+                std::process::ExitCode::FAILURE
+            } else {
+                eprintln!("{bench}: skipped in test mode");
+                std::process::ExitCode::SUCCESS
+            }
+        })
+    }
+
     /// One line naming the device and the driver, e.g.
     /// `NVIDIA H200 (device 0), driver API 13.0`.
     pub fn describe(&self) -> String {

@@ -26,6 +26,16 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// A summary with these p50 and p99 (µs), for tests of what reads summaries.
+    #[cfg(test)]
+    pub(crate) fn from_us(p50_us: u64, p99_us: u64, samples: usize) -> Summary {
+        Summary {
+            p50: Duration::from_micros(p50_us),
+            p99: Duration::from_micros(p99_us),
+            samples,
+        }
+    }
+
     /// Sorts `samples` and summarises them; `None` when there are none.
     pub fn of(samples: &mut [Duration]) -> Option<Summary> {
         samples.sort_unstable();

@@ -320,11 +320,7 @@ mod tests {
     use std::time::Duration;
 
     fn summary(p50_us: u64, p99_us: u64, samples: usize) -> Summary {
-        Summary {
-            p50: Duration::from_micros(p50_us),
-            p99: Duration::from_micros(p99_us),
-            samples,
-        }
+        Summary::from_us(p50_us, p99_us, samples)
     }
 
     fn stages() -> StageTimes {

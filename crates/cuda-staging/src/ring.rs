@@ -228,7 +228,19 @@ impl StagingRing {
         stream: &Stream,
         fill: F,
     ) -> Result<()> {
-        let bytes = check_transfer::<T>("StagingRing::upload_with", n, dst, stream)?;
+        self.filled_upload("StagingRing::upload_with", dst, n, stream, fill)
+    }
+
+    /// `upload_with`, with errors naming `op`.
+    fn filled_upload<T: StagingPod>(
+        &mut self,
+        op: &'static str,
+        dst: &mut DeviceBuffer<T>,
+        n: usize,
+        stream: &Stream,
+        fill: impl FnOnce(&mut [T]),
+    ) -> Result<()> {
+        let bytes = check_transfer::<T>(op, n, dst, stream)?;
         if bytes == 0 {
             fill(no_bytes(n));
             return Ok(());
@@ -251,8 +263,6 @@ impl StagingRing {
         src: &[T],
         stream: &Stream,
     ) -> Result<()> {
-        // Checked here too, so that errors name `upload`.
-        check_transfer::<T>("StagingRing::upload", src.len(), dst, stream)?;
         let copier = Copier::new(
             if self.copy_threads > 1 {
                 pool::global().map(|p| &**p)
@@ -261,14 +271,20 @@ impl StagingRing {
             },
             self.copy_threads,
         );
-        self.upload_with(dst, src.len(), stream, |slot: &mut [T]| {
-            let bytes = std::mem::size_of_val(src);
-            copier.copy(
-                bytemuck::cast_slice_mut(slot),
-                bytemuck::cast_slice(src),
-                streams(bytes),
-            );
-        })
+        self.filled_upload(
+            "StagingRing::upload",
+            dst,
+            src.len(),
+            stream,
+            |slot: &mut [T]| {
+                let bytes = std::mem::size_of_val(src);
+                copier.copy(
+                    bytemuck::cast_slice_mut(slot),
+                    bytemuck::cast_slice(src),
+                    streams(bytes),
+                );
+            },
+        )
     }
 
     /// Queues a copy of `src[..n]` into a slot on `stream` and returns a ticket for

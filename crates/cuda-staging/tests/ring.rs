@@ -597,7 +597,7 @@ fn bad_input_is_refused_before_any_driver_call_and_changes_nothing() {
         .upload(&mut d, &pattern::<f32>(len + 1, seed()), &stream)
         .unwrap_err();
     assert!(
-        matches!(e, Error::ExceedsDeviceBuffer { n, len: l, .. } if n == len + 1 && l == len),
+        matches!(e, Error::ExceedsDeviceBuffer { op: "StagingRing::upload", n, len: l } if n == len + 1 && l == len),
         "{e:?}"
     );
 

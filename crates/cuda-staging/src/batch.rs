@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use arrayvec::ArrayVec;
 use cuda_core::{byte_len, DeviceBuffer, DeviceView, DeviceViewMut, Error, Result, MAX_BATCH};
 
-use crate::buffer::cast;
+use crate::elements::cast;
 use crate::StagingPod;
 
 /// The most parts one batch holds.
@@ -259,7 +259,7 @@ impl<'s> Landed<'s> {
         }
         let bytes = part.len * std::mem::size_of::<T>();
         if bytes == 0 {
-            return Ok(crate::buffer::no_bytes(part.len));
+            return Ok(crate::elements::no_bytes(part.len));
         }
         let region = self
             .bytes

@@ -3,17 +3,15 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use cuda_core::{
-    byte_len, Context, DeviceBuffer, DeviceView, DeviceViewMut, Error, Event, PinnedBuffer, Result,
-    Stream,
-};
+use cuda_core::{Context, DeviceBuffer, DeviceView, DeviceViewMut, Event, Result, Stream};
 
 use crate::arrivals::Arrivals;
-use crate::capacity::{internal, Capacity};
+use crate::capacity::Capacity;
 use crate::copy::Copier;
+use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::pipeline::{Plan, Stage, MAX_SLOTS, PIPELINE_WINDOW_BYTES};
 use crate::pool::{self, Client};
-use crate::routing::{Direction, PerDirection, Route, Routing};
+use crate::routing::{Direction, Route, Routing};
 use crate::stats::StagingStats;
 use crate::StagingPod;
 
@@ -58,16 +56,16 @@ pub struct StagingBuffer {
     pub(crate) capacity: Capacity,
     pub(crate) stats: StagingStats,
     pub(crate) routing: Routing,
-    copy_threads: usize,
-    chunk_bytes: usize,
+    pub(crate) copy_threads: usize,
+    pub(crate) chunk_bytes: usize,
     /// One per pipeline slot, in the context of the last pipelined transfer.
     events: Vec<Event>,
     arrivals: Arrivals,
     /// Registration with the process-wide copy pool, for predicted transfers.
-    client: Option<Client>,
-    low_latency: bool,
+    pub(crate) client: Option<Client>,
+    pub(crate) low_latency: bool,
     /// Batches go out as one `cuMemcpyBatchAsync` where the driver has it.
-    batch_api: bool,
+    pub(crate) batch_api: bool,
 }
 
 impl Default for StagingBuffer {
@@ -178,127 +176,6 @@ impl StagingBuffer {
             peak_capacity_bytes: self.capacity(),
             ..StagingStats::default()
         };
-    }
-
-    /// The routing threshold of `upload` / `download`: transfers of at most this many
-    /// bytes are staged, larger ones go to the driver's pageable path. When the two
-    /// directions differ (after [`StagingBuffer::calibrate`] or
-    /// [`StagingBuffer::set_stage_max_bytes`]), the smaller.
-    pub fn auto_stage_max_bytes(&self) -> usize {
-        self.routing.max.upload.min(self.routing.max.download)
-    }
-
-    /// Sets the routing threshold for both directions and clears the lower bounds:
-    /// afterwards transfers of at most `bytes` are staged and larger ones go to the
-    /// driver's pageable path, exactly as the seed describes. `0` sends every
-    /// non-empty convenience transfer to the driver; `usize::MAX` stages all.
-    /// [`crate::DEFAULT_AUTO_STAGE_MAX_BYTES`] restores the seed's routing.
-    pub fn set_auto_stage_max_bytes(&mut self, bytes: usize) {
-        self.routing.max = PerDirection::both(bytes);
-        self.routing.min = PerDirection::both(0);
-    }
-
-    /// The lower routing bound of one direction: `upload` / `download` of fewer
-    /// bytes go to the driver's pageable path. Defaults to
-    /// [`crate::DEFAULT_STAGE_MIN_BYTES`].
-    pub fn stage_min_bytes(&self, direction: Direction) -> usize {
-        self.routing.min.get(direction)
-    }
-
-    /// Sets the lower routing bound of one direction.
-    pub fn set_stage_min_bytes(&mut self, direction: Direction, bytes: usize) {
-        self.routing.min.set(direction, bytes);
-    }
-
-    /// Whether `upload` (`HostToDevice`) or `download` (`DeviceToHost`) of `bytes`
-    /// from ordinary pageable memory is staged (`true`) or handed to the driver's
-    /// pageable path (`false`). Page-locked slices at or above the lower bound are
-    /// DMA'd directly whatever this says.
-    pub fn stages(&self, direction: Direction, bytes: usize) -> bool {
-        self.routing.stages(direction, bytes)
-    }
-
-    /// The routing threshold of one direction.
-    pub fn stage_max_bytes(&self, direction: Direction) -> usize {
-        self.routing.max.get(direction)
-    }
-
-    /// Sets the routing threshold of one direction.
-    pub fn set_stage_max_bytes(&mut self, direction: Direction, bytes: usize) {
-        self.routing.max.set(direction, bytes);
-    }
-
-    /// Threads (the calling one included) that share a large host copy.
-    pub fn copy_threads(&self) -> usize {
-        self.copy_threads
-    }
-
-    /// Sets how many threads (the calling one included) share a large host copy,
-    /// from 1 (every copy on the calling thread; the pool is not used) to
-    /// [`MAX_COPY_THREADS`]. The helpers come from the process-wide pool
-    /// ([`crate::pool_threads`] workers, started at the first copy that wants them),
-    /// which every buffer shares, so more buffers do not mean more threads.
-    /// Uploads copy in on at most 8 threads, and downloads of 8 MiB and more copy out
-    /// on at most 8: their copy-out reads memory rather than cache, and more threads
-    /// slowed the DMA they compete with on the 32-core H200 host (16 MiB: 631 µs on
-    /// 16 threads, 522 µs on 8).
-    pub fn set_copy_threads(&mut self, threads: usize) {
-        self.copy_threads = threads.clamp(1, MAX_COPY_THREADS);
-        if self.copy_threads == 1 {
-            self.client = None;
-        }
-    }
-
-    /// The chunk size of pipelined `upload` / `download` transfers; 0 (the default)
-    /// picks per direction: uploads over 1 MiB in about quarters (256 KiB to 2 MiB),
-    /// downloads over 512 KiB in about eighths (512 KiB to 2 MiB), and uploads of
-    /// 64 KiB to 1 MiB in halves when the copy threads are parked.
-    pub fn pipeline_chunk_bytes(&self) -> usize {
-        self.chunk_bytes
-    }
-
-    /// Sets the chunk size of pipelined `upload` / `download` transfers (rounded up
-    /// to 64 KiB, at most [`PIPELINE_WINDOW_BYTES`]; 0 restores the automatic
-    /// choice). With a size set, every staged transfer larger than one chunk is
-    /// pipelined.
-    pub fn set_pipeline_chunk_bytes(&mut self, bytes: usize) {
-        self.chunk_bytes = bytes
-            .min(PIPELINE_WINDOW_BYTES)
-            .next_multiple_of(crate::capacity::GROW_GRANULE_BYTES);
-    }
-
-    /// Whether low-latency mode is on (see [`StagingBuffer::set_low_latency`]).
-    pub fn low_latency(&self) -> bool {
-        self.low_latency
-    }
-
-    /// Low-latency mode, off by default. When on, the copy threads this buffer's
-    /// transfers use keep spinning between transfers, as long as transfers keep
-    /// coming at least every 100 ms, so no transfer finds them parked.
-    ///
-    /// **CPU cost:** while on and in use, one core per helper spins continuously:
-    /// one helper per 64 KiB of the largest host copy of a frame, at most 7 and at
-    /// most `copy_threads - 1` (2 cores for 150528-byte frames, 7 from 448 KiB). Off, the default wakes helpers only around predicted
-    /// transfers (see the crate docs).
-    pub fn set_low_latency(&mut self, on: bool) {
-        self.low_latency = on;
-        if !on {
-            if let Some(c) = &self.client {
-                c.keep_hot(Instant::now(), 0);
-            }
-        }
-    }
-
-    /// Whether batches ([`StagingBuffer::download_batch`], [`StagingBuffer::upload_batch`])
-    /// go out as one `cuMemcpyBatchAsync` where the driver has it (the default), or
-    /// as one queued copy per part; both end with one wait.
-    pub fn batch_api(&self) -> bool {
-        self.batch_api
-    }
-
-    /// Sets whether batches use `cuMemcpyBatchAsync` (see [`StagingBuffer::batch_api`]).
-    pub fn set_batch_api(&mut self, on: bool) {
-        self.batch_api = on;
     }
 
     /// Writes `n` elements straight into pinned memory with `fill`, then copies them
@@ -561,68 +438,6 @@ impl fmt::Debug for StagingBuffer {
     }
 }
 
-/// Lets `fill` write the first `bytes` of `pinned` as elements of `T`, then queues
-/// their copy into the start of `dst` on `stream` (the step `upload_with` shares
-/// with the ring's).
-pub(crate) fn queue_filled_upload<T: StagingPod>(
-    pinned: &mut PinnedBuffer<u8>,
-    bytes: usize,
-    dst: &mut DeviceBuffer<T>,
-    stream: &Stream,
-    fill: impl FnOnce(&mut [T]),
-) -> Result<()> {
-    fill(cast_mut::<T>(&mut pinned.as_mut_slice()?[..bytes])?);
-    stream.memcpy_htod(
-        &pinned.slice(..bytes)?,
-        &mut dst.as_bytes_mut().into_slice_mut(..bytes)?,
-    )
-}
-
-/// `n` values of `T` that take no bytes: `n` zero-sized values, or none.
-pub(crate) fn no_bytes<'a, T: StagingPod>(n: usize) -> &'a mut [T] {
-    if std::mem::size_of::<T>() == 0 {
-        // SAFETY: a dangling, aligned, non-null pointer is valid for any number of
-        // zero-sized values, and zero-sized values own no memory to alias.
-        unsafe { std::slice::from_raw_parts_mut(std::ptr::NonNull::<T>::dangling().as_ptr(), n) }
-    } else {
-        &mut []
-    }
-}
-
-/// Validates a transfer of `n` elements against `buf` and `stream`; returns bytes.
-pub(crate) fn check_transfer<T: StagingPod>(
-    op: &'static str,
-    n: usize,
-    buf: &DeviceBuffer<T>,
-    stream: &Stream,
-) -> Result<usize> {
-    let bytes = byte_len::<T>(op, n)?;
-    if n > buf.len() {
-        return Err(Error::ExceedsDeviceBuffer {
-            op,
-            n,
-            len: buf.len(),
-        });
-    }
-    if !buf.context().same_as(stream.context()) {
-        return Err(Error::ContextMismatch {
-            op,
-            what: "the device buffer",
-        });
-    }
-    Ok(bytes)
-}
-
-pub(crate) fn cast_mut<T: StagingPod>(bytes: &mut [u8]) -> Result<&mut [T]> {
-    bytemuck::try_cast_slice_mut(bytes)
-        .map_err(|e| internal(&format!("pinned bytes cannot be viewed as elements: {e}")))
-}
-
-pub(crate) fn cast<T: StagingPod>(bytes: &[u8]) -> Result<&[T]> {
-    bytemuck::try_cast_slice(bytes)
-        .map_err(|e| internal(&format!("pinned bytes cannot be viewed as elements: {e}")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -635,37 +450,5 @@ mod tests {
         assert_eq!(s.auto_stage_max_bytes(), usize::MAX);
         assert!(s.copy_threads() >= 1 && s.copy_threads() <= 16);
         assert!(!s.low_latency());
-    }
-
-    #[test]
-    fn thresholds_are_set_per_direction_and_together() {
-        let mut s = StagingBuffer::new();
-        s.set_auto_stage_max_bytes(crate::DEFAULT_AUTO_STAGE_MAX_BYTES);
-        assert_eq!(s.auto_stage_max_bytes(), 512 * 1024);
-        assert_eq!(
-            s.stage_min_bytes(Direction::HostToDevice),
-            0,
-            "the seed's routing has no lower bound"
-        );
-        s.set_stage_max_bytes(Direction::DeviceToHost, 0);
-        assert_eq!(s.stage_max_bytes(Direction::HostToDevice), 512 * 1024);
-        assert_eq!(s.auto_stage_max_bytes(), 0);
-        s.set_auto_stage_max_bytes(usize::MAX);
-        assert_eq!(s.stage_max_bytes(Direction::DeviceToHost), usize::MAX);
-        s.set_copy_threads(0);
-        assert_eq!(s.copy_threads(), 1);
-        s.set_copy_threads(1000);
-        assert_eq!(s.copy_threads(), MAX_COPY_THREADS);
-    }
-
-    #[test]
-    fn chunk_sizes_round_up_to_the_granule_and_stop_at_the_window() {
-        let mut s = StagingBuffer::new();
-        s.set_pipeline_chunk_bytes(1);
-        assert_eq!(s.pipeline_chunk_bytes(), 64 << 10);
-        s.set_pipeline_chunk_bytes(usize::MAX);
-        assert_eq!(s.pipeline_chunk_bytes(), PIPELINE_WINDOW_BYTES);
-        s.set_pipeline_chunk_bytes(0);
-        assert_eq!(s.pipeline_chunk_bytes(), 0);
     }
 }

@@ -150,11 +150,13 @@ mod buffer;
 mod calibration;
 mod capacity;
 mod copy;
+mod elements;
 mod job;
 mod pipeline;
 mod pool;
 mod ring;
 mod routing;
+mod settings;
 mod stats;
 mod sync;
 

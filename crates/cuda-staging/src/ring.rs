@@ -22,9 +22,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cuda_core::{Context, DeviceBuffer, Error, Event, PinnedBuffer, Result, Stream};
 
 use crate::batch::{DownloadBatch, Landed};
-use crate::buffer::{cast, check_transfer, default_copy_threads, no_bytes, queue_filled_upload};
+use crate::buffer::default_copy_threads;
 use crate::capacity::grow_capacity;
 use crate::copy::{streams, Copier};
+use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::pool;
 use crate::StagingPod;
 

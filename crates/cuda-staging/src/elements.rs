@@ -1,0 +1,68 @@
+//! What every transfer shares: its input checks, and typed views of pinned bytes.
+
+use cuda_core::{byte_len, DeviceBuffer, Error, PinnedBuffer, Result, Stream};
+
+use crate::capacity::internal;
+use crate::StagingPod;
+
+/// Lets `fill` write the first `bytes` of `pinned` as elements of `T`, then queues
+/// their copy into the start of `dst` on `stream` (the step `upload_with` shares
+/// with the ring's).
+pub(crate) fn queue_filled_upload<T: StagingPod>(
+    pinned: &mut PinnedBuffer<u8>,
+    bytes: usize,
+    dst: &mut DeviceBuffer<T>,
+    stream: &Stream,
+    fill: impl FnOnce(&mut [T]),
+) -> Result<()> {
+    fill(cast_mut::<T>(&mut pinned.as_mut_slice()?[..bytes])?);
+    stream.memcpy_htod(
+        &pinned.slice(..bytes)?,
+        &mut dst.as_bytes_mut().into_slice_mut(..bytes)?,
+    )
+}
+
+/// `n` values of `T` that take no bytes: `n` zero-sized values, or none.
+pub(crate) fn no_bytes<'a, T: StagingPod>(n: usize) -> &'a mut [T] {
+    if std::mem::size_of::<T>() == 0 {
+        // SAFETY: a dangling, aligned, non-null pointer is valid for any number of
+        // zero-sized values, and zero-sized values own no memory to alias.
+        unsafe { std::slice::from_raw_parts_mut(std::ptr::NonNull::<T>::dangling().as_ptr(), n) }
+    } else {
+        &mut []
+    }
+}
+
+/// Validates a transfer of `n` elements against `buf` and `stream`; returns bytes.
+pub(crate) fn check_transfer<T: StagingPod>(
+    op: &'static str,
+    n: usize,
+    buf: &DeviceBuffer<T>,
+    stream: &Stream,
+) -> Result<usize> {
+    let bytes = byte_len::<T>(op, n)?;
+    if n > buf.len() {
+        return Err(Error::ExceedsDeviceBuffer {
+            op,
+            n,
+            len: buf.len(),
+        });
+    }
+    if !buf.context().same_as(stream.context()) {
+        return Err(Error::ContextMismatch {
+            op,
+            what: "the device buffer",
+        });
+    }
+    Ok(bytes)
+}
+
+pub(crate) fn cast_mut<T: StagingPod>(bytes: &mut [u8]) -> Result<&mut [T]> {
+    bytemuck::try_cast_slice_mut(bytes)
+        .map_err(|e| internal(&format!("pinned bytes cannot be viewed as elements: {e}")))
+}
+
+pub(crate) fn cast<T: StagingPod>(bytes: &[u8]) -> Result<&[T]> {
+    bytemuck::try_cast_slice(bytes)
+        .map_err(|e| internal(&format!("pinned bytes cannot be viewed as elements: {e}")))
+}

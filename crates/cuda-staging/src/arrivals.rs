@@ -28,7 +28,14 @@ pub(crate) struct Arrivals {
     /// The largest host copy of the current burst, and of the previous one.
     burst_copy_bytes: usize,
     last_burst_copy_bytes: usize,
+    /// Transfers in the current burst, the one starting now included.
+    in_burst: u32,
 }
+
+/// From this many transfers in one burst, transfers come back to back (a tight
+/// loop rather than a frame's upload and download) and are worth waking parked
+/// helpers for: the first ones pay the wake-up, those after it find them spinning.
+const BACK_TO_BACK_TRANSFERS: u32 = 3;
 
 impl Arrivals {
     /// A transfer starts at `now`.
@@ -37,8 +44,10 @@ impl Arrivals {
             .last_end
             .is_some_and(|end| now.saturating_duration_since(end) < BURST_GAP);
         if same_burst {
+            self.in_burst = self.in_burst.saturating_add(1);
             return;
         }
+        self.in_burst = 1;
         if let Some(prev) = self.last_start {
             let gap = now.saturating_duration_since(prev);
             if gap > MAX_PERIOD {
@@ -67,6 +76,12 @@ impl Arrivals {
     /// The largest host copy of a burst, the current one or the previous one.
     pub(crate) fn burst_copy_bytes(&self) -> usize {
         self.burst_copy_bytes.max(self.last_burst_copy_bytes)
+    }
+
+    /// Whether the transfer starting now is one of a run of back-to-back transfers
+    /// (at least [`BACK_TO_BACK_TRANSFERS`] with gaps under [`BURST_GAP`]).
+    pub(crate) fn back_to_back(&self) -> bool {
+        self.in_burst >= BACK_TO_BACK_TRANSFERS
     }
 
     /// The predicted start of the next burst, if the recent gaps repeat.
@@ -155,5 +170,26 @@ mod tests {
             None,
             "a pause past MAX_PERIOD forgets the rhythm"
         );
+    }
+
+    #[test]
+    fn a_frame_burst_is_not_back_to_back_and_a_tight_loop_is() {
+        let t0 = Instant::now();
+        let us = |n: u64| t0 + Duration::from_micros(n);
+        let mut a = Arrivals::default();
+        // A frame: upload, then download 20 µs after it ended.
+        a.start(us(0));
+        assert!(!a.back_to_back());
+        a.end(us(30), 150_528);
+        a.start(us(50));
+        assert!(!a.back_to_back(), "a frame's second transfer wakes nobody");
+        a.end(us(80), 150_528);
+        // A third one right after: a tight loop.
+        a.start(us(90));
+        assert!(a.back_to_back());
+        a.end(us(120), 150_528);
+        // After a gap longer than a burst, the count starts over.
+        a.start(us(2_120));
+        assert!(!a.back_to_back());
     }
 }

@@ -321,6 +321,7 @@ impl StagingBuffer {
         // No copy thread awake: cut mid-size uploads in two (see `Plan`).
         let cold = pool.is_none_or(|p| p.awake() == 0);
         let plan = Plan::new(bytes, self.capacity(), self.chunk_bytes, direction, cold);
+        let back_to_back = self.arrivals.back_to_back();
         if plan.chunks > 1 {
             self.ensure_events(plan.slots, ctx)?;
         }
@@ -334,7 +335,7 @@ impl StagingBuffer {
             window: capacity.buffer(plan.slots * plan.chunk_bytes)?,
             events,
             stream,
-            copier: Copier::new(pool.map(|p| &**p), *copy_threads),
+            copier: Copier::new(pool.map(|p| &**p), *copy_threads).waking(back_to_back),
             plan,
         };
         let r = match leg {
@@ -366,6 +367,7 @@ impl StagingBuffer {
     /// How this buffer's host copies run.
     pub(crate) fn copier(&self) -> Copier<'static> {
         Copier::new(self.pool().map(|p| &**p), self.copy_threads)
+            .waking(self.arrivals.back_to_back())
     }
 
     /// After a transfer: note when it ended and tell the pool when the next one is

@@ -31,6 +31,8 @@ const PARALLEL_PART_MIN_BYTES: usize = 16 << 10;
 pub(crate) struct Copier<'a> {
     pool: Option<&'a Pool>,
     threads: usize,
+    /// Wake parked helpers whatever the size (transfers are coming back to back).
+    wake: bool,
 }
 
 impl<'a> Copier<'a> {
@@ -38,7 +40,15 @@ impl<'a> Copier<'a> {
         Copier {
             pool,
             threads: threads.max(1),
+            wake: false,
         }
+    }
+
+    /// The same, waking parked helpers for every split copy when `wake` (transfers
+    /// come back to back, so helpers woken now are spinning for the next ones).
+    /// Otherwise only copies of at least the pool's wake size wake them.
+    pub(crate) fn waking(self, wake: bool) -> Copier<'a> {
+        Copier { wake, ..self }
     }
 
     /// The same, with at most `threads` threads.
@@ -58,7 +68,16 @@ impl<'a> Copier<'a> {
             Some(pool) if len >= PARALLEL_MIN_BYTES && parts > 1 => {
                 // SAFETY: both slices hold `len` bytes; `&mut` and `&` cannot overlap;
                 // the borrows last until the pool returns, every part done.
-                unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), len, streaming, parts) }
+                unsafe {
+                    pool.copy(
+                        dst.as_mut_ptr(),
+                        src.as_ptr(),
+                        len,
+                        streaming,
+                        parts,
+                        self.wake,
+                    )
+                }
             }
             // SAFETY: as above.
             _ => unsafe { copy(dst.as_mut_ptr(), src.as_ptr(), len, streaming) },

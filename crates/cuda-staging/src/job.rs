@@ -31,8 +31,6 @@ pub(crate) struct Job<D: Copy> {
     /// cores, and nothing else should bounce with it.
     claim: AtomicU64,
     _claim_line: [u8; 120],
-    /// Workers that may still join this publication (see [`Job::take_seat`]).
-    seats: AtomicU32,
     /// Parts finished by threads other than the dispatcher, this generation.
     done: AtomicU32,
     /// 1 while a dispatcher owns the slot.
@@ -50,7 +48,6 @@ impl<D: Copy> Job<D> {
         Job {
             claim: AtomicU64::new(0),
             _claim_line: [0; 120],
-            seats: AtomicU32::new(0),
             done: AtomicU32::new(0),
             owner: AtomicU32::new(0),
             desc: RacyCell::new(desc),
@@ -78,8 +75,6 @@ impl<D: Copy> Job<D> {
     pub(crate) unsafe fn publish(&self, desc: D, parts: usize) {
         let generation = (self.claim.load(Ordering::Relaxed) >> GEN_SHIFT).wrapping_add(1);
         self.done.store(0, Ordering::Relaxed);
-        self.seats
-            .store(parts.saturating_sub(1) as u32, Ordering::Relaxed);
         // SAFETY: condition 1: no claimed part of the last publication is unfinished,
         // and no new claim can succeed before the store below publishes.
         unsafe { self.desc.write(desc) };
@@ -110,18 +105,6 @@ impl<D: Copy> Job<D> {
                 Err(now) => w = now,
             }
         }
-    }
-
-    /// Takes one of the `parts - 1` seats of the current publication: a worker joins
-    /// a job only with a seat, so a few parts are not fought over by every spinning
-    /// worker at once (each claim bounces the claim word between the contenders'
-    /// cores). Seats only admit: claims still decide who runs what, and the
-    /// dispatcher runs whatever nobody claimed, so a missing seat costs nothing but
-    /// a helper.
-    pub(crate) fn take_seat(&self) -> bool {
-        self.seats
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-            .is_ok()
     }
 
     /// Whether a part is left to claim.
@@ -212,11 +195,6 @@ mod tests {
         // SAFETY: we own the job and nothing was claimed before.
         unsafe { job.publish(11, 3) };
         assert!(job.has_unclaimed());
-        assert!(
-            job.take_seat() && job.take_seat(),
-            "three parts seat two helpers"
-        );
-        assert!(!job.take_seat());
         assert_eq!(job.claim(), Some((0, 11)));
         assert_eq!(job.claim(), Some((1, 11)));
         assert_eq!(job.claim(), Some((2, 11)));

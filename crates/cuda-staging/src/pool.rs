@@ -4,19 +4,20 @@
 //!   with [`pool_threads`] workers (one fewer than the cores, at most 15) plus one
 //!   scheduler thread: never more threads than cores, however many buffers exist.
 //! - **Shared without waiting on each other:** a copy is published as a [`Job`] in a
-//!   free slot (32 slots, one per concurrent copy); workers claim its parts, the
-//!   publishing thread claims whatever is left and waits only for parts a running
-//!   worker took (bounded by one part). Two buffers copying at once each get the
-//!   workers that are free, and neither waits for the other's copy.
-//! - **Awake when a transfer comes:** a worker spins for [`SPIN`] after its last part
-//!   (back-to-back transfers pay no wake-up), then parks. A buffer whose transfers
-//!   arrive periodically (a frame loop) tells the pool when it expects the next one
-//!   and how many helpers it will want; the scheduler thread wakes that many
-//!   workers shortly before, and buffers in low-latency mode keep theirs spinning
-//!   (see `schedule.rs`).
-//! - **Never waiting for a cold worker:** a parked worker is woken by the publisher
-//!   only for copies of at least [`WAKE_MIN_BYTES`] (and each worker that wakes to
-//!   find work wakes one more); otherwise the publisher copies the parts itself.
+//!   free slot (32 slots, one per concurrent copy) and offered to free workers
+//!   through their own mailboxes (`mailbox.rs`), awake ones first. Enlisted workers
+//!   claim its parts; the publishing thread claims whatever is left and waits only
+//!   for parts a running worker took (bounded by one part). Two buffers copying at
+//!   once each get the workers that are free, and neither waits for the other's copy.
+//! - **Awake when a transfer comes:** a worker spins on its own mailbox for [`SPIN`]
+//!   after its last part (back-to-back transfers pay no wake-up), then parks. A
+//!   buffer whose transfers arrive periodically (a frame loop) tells the pool when
+//!   it expects the next one and how many helpers it will want; the scheduler
+//!   thread wakes that many workers shortly before, and buffers in low-latency mode
+//!   keep theirs spinning (see `schedule.rs`).
+//! - **Never waiting for a cold worker:** a parked worker is enlisted only for copies
+//!   of at least [`WAKE_MIN_BYTES`] (at most two directly; each that wakes to find
+//!   work left brings one more); otherwise the publisher copies the parts itself.
 //!
 //! Nothing allocates and no thread starts per transfer.
 
@@ -29,8 +30,10 @@ use crate::copy::copy;
 use crate::job::{Job, MAX_PARTS};
 use crate::sync::{spin_hint, AtomicU64, Ordering};
 
+mod mailbox;
 mod schedule;
 
+use mailbox::{Mailbox, Offer};
 pub(crate) use schedule::Client;
 use schedule::{ClientSlot, MAX_CLIENTS};
 
@@ -83,8 +86,8 @@ impl CopyDesc {
 /// A worker's state, as others see it.
 #[repr(align(128))]
 struct WorkerState {
-    /// Set just before the worker parks.
-    sleeping: AtomicBool,
+    /// Where publishers enlist the worker, and its "about to park" flag.
+    mailbox: Mailbox,
     /// Nanoseconds (pool clock) until which the worker spins even without work.
     hot_until: AtomicU64,
     /// Times the worker came back from parking.
@@ -92,11 +95,17 @@ struct WorkerState {
     thread: OnceLock<Thread>,
 }
 
+impl WorkerState {
+    fn unpark(&self) {
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+}
+
 /// The pool; see the module notes.
 pub(crate) struct Pool {
     jobs: Box<[Job<CopyDesc>]>,
-    /// Bit `j` set while job `j` may have unclaimed parts.
-    active: AtomicU64,
     workers: Box<[WorkerState]>,
     /// Workers not parked.
     awake: AtomicUsize,
@@ -143,10 +152,9 @@ impl Pool {
     pub(crate) fn start(workers: usize) -> std::io::Result<(Arc<Pool>, Vec<JoinHandle<()>>)> {
         let pool = Arc::new(Pool {
             jobs: (0..MAX_JOBS).map(|_| Job::new(CopyDesc::EMPTY)).collect(),
-            active: AtomicU64::new(0),
             workers: (0..workers)
                 .map(|_| WorkerState {
-                    sleeping: AtomicBool::new(false),
+                    mailbox: Mailbox::new(),
                     hot_until: AtomicU64::new(0),
                     wakes: AtomicU64::new(0),
                     thread: OnceLock::new(),
@@ -221,7 +229,8 @@ impl Pool {
     }
 
     /// Copies `len` bytes split over up to `parts` threads (the caller and free
-    /// workers), returning when every byte is copied.
+    /// workers), returning when every byte is copied. Parked workers are woken for
+    /// it when `wake` or when `len` is at least [`WAKE_MIN_BYTES`].
     ///
     /// # Safety
     /// 1. `src` is readable and `dst` writable for `len` bytes; they do not overlap;
@@ -233,6 +242,7 @@ impl Pool {
         len: usize,
         streaming: bool,
         parts: usize,
+        wake: bool,
     ) {
         let parts = parts.clamp(1, (self.workers.len() + 1).min(MAX_PARTS));
         let slot = if parts > 1 { self.acquire_job() } else { None };
@@ -257,17 +267,13 @@ impl Pool {
         // SAFETY: we own slot `j` and waited for its last publication before
         // releasing it; `parts <= MAX_PARTS`.
         unsafe { job.publish(desc, parts) };
-        self.active.fetch_or(1 << j, Ordering::SeqCst);
-        if len >= WAKE_MIN_BYTES {
-            self.wake(parts - 1);
-        }
+        self.enlist(j, parts - 1, wake || len >= WAKE_MIN_BYTES);
         let mut mine = 0;
         while let Some((i, d)) = job.claim() {
             // SAFETY: a part we claimed of our own publication (condition 1).
             unsafe { d.run_part(i) };
             mine += 1;
         }
-        self.active.fetch_and(!(1 << j), Ordering::SeqCst);
         job.wait_done(parts - mine);
         job.release();
     }
@@ -276,20 +282,43 @@ impl Pool {
         (0..self.jobs.len()).find(|&j| self.jobs[j].try_acquire())
     }
 
-    /// Wakes parked workers until about `wanted` are awake (at most two directly:
-    /// each woken worker that finds work left wakes one more).
-    fn wake(&self, wanted: usize) {
-        let mut missing = wanted.saturating_sub(self.awake()).min(2);
-        for w in self.workers.iter() {
-            if missing == 0 {
-                break;
+    /// Offers job `j` to up to `wanted` free workers that are awake; when `wake`,
+    /// also to parked ones, at most two (each woken worker that finds work left
+    /// brings one more). Publishers start their scan at different workers, so
+    /// concurrent copies rarely offer to the same one.
+    fn enlist(&self, j: usize, wanted: usize, wake: bool) {
+        let n = self.workers.len();
+        let base = j * 5 % n;
+        let mut got = 0;
+        for k in 0..n {
+            if got == wanted {
+                return;
             }
-            // SeqCst pairs with the worker's `sleeping` store and `active` re-check.
-            if w.sleeping.load(Ordering::SeqCst) {
-                if let Some(t) = w.thread.get() {
-                    t.unpark();
+            let w = &self.workers[(base + k) % n];
+            if w.mailbox.is_sleeping() {
+                continue;
+            }
+            if let Offer::Taken { parked } = w.mailbox.offer(j) {
+                got += 1;
+                if parked {
+                    w.unpark();
                 }
-                missing -= 1;
+            }
+        }
+        if wake {
+            self.wake_for(j, (wanted - got).min(2));
+        }
+    }
+
+    /// Offers job `j` to up to `count` parked workers and wakes them.
+    fn wake_for(&self, j: usize, mut count: usize) {
+        for w in self.workers.iter() {
+            if count == 0 {
+                return;
+            }
+            if w.mailbox.is_sleeping() && matches!(w.mailbox.offer(j), Offer::Taken { .. }) {
+                w.unpark();
+                count -= 1;
             }
         }
     }
@@ -301,7 +330,9 @@ impl Pool {
             if self.shutdown.load(Ordering::Acquire) {
                 return;
             }
-            if self.run_available() {
+            if let Some(j) = me.mailbox.take() {
+                self.help(j);
+                me.mailbox.clear();
                 last_work = self.now_ns();
                 continue;
             }
@@ -309,20 +340,20 @@ impl Pool {
             let spin_until =
                 (last_work + SPIN.as_nanos() as u64).max(me.hot_until.load(Ordering::Acquire));
             if now < spin_until {
-                // Watch for work between pauses.
+                // Watch the mailbox between pauses.
                 for _ in 0..64 {
-                    if self.active.load(Ordering::Acquire) != 0 {
+                    if me.mailbox.take().is_some() {
                         break;
                     }
                     spin_hint();
                 }
                 continue;
             }
-            me.sleeping.store(true, Ordering::SeqCst);
             self.awake.fetch_sub(1, Ordering::Relaxed);
-            // Re-check after announcing sleep, so a publication or a wake-up in
-            // between is not missed.
-            if self.active.load(Ordering::SeqCst) == 0
+            // `announce_sleep` fails if an offer came in first (see `mailbox.rs`),
+            // and `hot_until` is read after it (both SeqCst, as the scheduler's
+            // `heat`), so neither an offer nor a wake-up in between is missed.
+            if me.mailbox.announce_sleep()
                 && me.hot_until.load(Ordering::SeqCst) <= now
                 && !self.shutdown.load(Ordering::SeqCst)
             {
@@ -330,48 +361,26 @@ impl Pool {
             }
             me.wakes.fetch_add(1, Ordering::Relaxed);
             self.awake.fetch_add(1, Ordering::Relaxed);
-            me.sleeping.store(false, Ordering::SeqCst);
+            me.mailbox.woke();
             last_work = self.now_ns();
-            if self.has_unclaimed() {
-                // Woken for a large copy: bring one more helper along.
-                self.wake(self.awake() + 1);
+            if let Some(j) = me.mailbox.take() {
+                if self.jobs[j].has_unclaimed() {
+                    // Woken for a large copy: bring one more helper along.
+                    self.wake_for(j, 1);
+                }
             }
         }
     }
 
-    /// Whether some published job still has parts nobody claimed.
-    fn has_unclaimed(&self) -> bool {
-        let mut active = self.active.load(Ordering::Acquire);
-        while active != 0 {
-            let j = active.trailing_zeros() as usize;
-            active &= active - 1;
-            if self.jobs[j].has_unclaimed() {
-                return true;
-            }
+    /// Runs every part of job `j` this worker can claim.
+    fn help(&self, j: usize) {
+        let job = &self.jobs[j];
+        while let Some((k, d)) = job.claim() {
+            // SAFETY: a claimed part of a live publication: its publisher keeps the
+            // ranges valid until it sees the part finished.
+            unsafe { d.run_part(k) };
+            job.finish_part();
         }
-        false
-    }
-
-    /// Runs every part it can claim; whether it ran any.
-    fn run_available(&self) -> bool {
-        let mut ran = false;
-        let mut active = self.active.load(Ordering::Acquire);
-        while active != 0 {
-            let j = active.trailing_zeros() as usize;
-            active &= active - 1;
-            let job = &self.jobs[j];
-            if !job.has_unclaimed() || !job.take_seat() {
-                continue;
-            }
-            while let Some((k, d)) = job.claim() {
-                // SAFETY: a claimed part of a live publication: its publisher keeps
-                // the ranges valid until it sees the part finished.
-                unsafe { d.run_part(k) };
-                job.finish_part();
-                ran = true;
-            }
-        }
-        ran
     }
 }
 
@@ -418,6 +427,7 @@ mod tests {
                             len,
                             streaming,
                             4,
+                            false,
                         )
                     };
                     assert_eq!(&dst[1..1 + len], &src[3..3 + len], "len {len}");
@@ -439,7 +449,16 @@ mod tests {
                 let len = [48usize << 10, 1 << 20, 300_001][round % 3];
                 let mut dst = vec![0u8; len];
                 // SAFETY: distinct Vecs, `len` within both.
-                unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), len, round % 2 == 0, 3) };
+                unsafe {
+                    pool.copy(
+                        dst.as_mut_ptr(),
+                        src.as_ptr(),
+                        len,
+                        round % 2 == 0,
+                        3,
+                        round % 4 == 1,
+                    )
+                };
                 assert_eq!(dst, &src[..len], "round {round}");
             }
         });
@@ -463,6 +482,7 @@ mod tests {
                                     src.len(),
                                     round % 2 == 0,
                                     4,
+                                    round % 3 == 0,
                                 )
                             };
                             assert_eq!(dst, src, "thread {t} round {round}");

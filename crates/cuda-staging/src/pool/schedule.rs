@@ -139,7 +139,7 @@ impl Pool {
         for k in 0..helpers.min(n) {
             let w = &self.workers[(base + k) % n];
             w.hot_until.fetch_max(until, Ordering::SeqCst);
-            if w.sleeping.load(Ordering::SeqCst) {
+            if w.mailbox.is_sleeping() {
                 if let Some(t) = w.thread.get() {
                     t.unpark();
                 }

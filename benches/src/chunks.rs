@@ -180,7 +180,76 @@ pub fn run(gpu: &Gpu, settings: &FrameSettings) -> Result<String, String> {
         .map(|v| v.label(default_copy_threads()))
         .collect();
     labels.push("download_into".to_string());
-    Ok(chunk_table(&labels, &CHUNK_SIZES_BYTES, &p50_us))
+    let mut out = chunk_table(&labels, &CHUNK_SIZES_BYTES, &p50_us);
+    out.push_str(&reuse(gpu, settings)?);
+    Ok(out)
+}
+
+/// Why `download` lost back to back where the interleaved rows above won: a DMA
+/// into pinned lines the CPU still caches is slow, and reading a result caches its
+/// lines. `download_into` alone, then with the caller reading each result (untimed)
+/// before the next; and `download` into one reused destination without other
+/// transfers in between (as criterion's loop runs it), whose copy-out flushes the
+/// lines it read (see `cuda_staging`'s `copy.rs`).
+fn reuse(gpu: &Gpu, settings: &FrameSettings) -> Result<String, String> {
+    let stream = &gpu.stream;
+    let rows = [
+        "download_into",
+        "download_into, result read",
+        "download, one dst",
+    ];
+    let mut p50_us = vec![Vec::new(); rows.len()];
+    let mut staging = StagingBuffer::new();
+    for &n in &CHUNK_SIZES_BYTES {
+        let mut expected = vec![0u8; n];
+        fill_pattern(&mut expected, 90);
+        let mut device = DeviceBuffer::<u8>::alloc_in(&gpu.ctx, n).map_err(|e| e.to_string())?;
+        device
+            .copy_from_host(&expected)
+            .map_err(|e| e.to_string())?;
+        let mut dst = vec![0u8; n];
+        for (row, out) in p50_us.iter_mut().enumerate() {
+            let mut samples = Vec::with_capacity(settings.chunk_reps);
+            for rep in 0..CHUNK_WARMUP_REPS + settings.chunk_reps {
+                let t = Instant::now();
+                let el = if row < 2 {
+                    let got = staging
+                        .download_into(&device, n, stream)
+                        .map_err(|e| e.to_string())?;
+                    let el = t.elapsed();
+                    if row == 1 || rep == 0 {
+                        compare(got, &expected)
+                            .map_err(|e| format!("chunks {} {n} B: {e}", rows[row]))?;
+                    }
+                    el
+                } else {
+                    staging
+                        .download(black_box(&mut dst[..]), &device, stream)
+                        .map_err(|e| e.to_string())?;
+                    let el = t.elapsed();
+                    if rep == 0 {
+                        compare(&dst, &expected)
+                            .map_err(|e| format!("chunks {} {n} B: {e}", rows[row]))?;
+                    }
+                    el
+                };
+                if rep >= CHUNK_WARMUP_REPS {
+                    samples.push(el);
+                }
+            }
+            out.push(Summary::of(&mut samples).map_or(f64::NAN, |s| s.p50_us()));
+        }
+    }
+    let mut out = String::from("chunks: back to back without interleaving, p50 us\n");
+    let width = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    for (label, row) in rows.iter().zip(&p50_us) {
+        let _ = write!(out, "{label:width$}");
+        for us in row {
+            let _ = write!(out, " {us:>8.1}");
+        }
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

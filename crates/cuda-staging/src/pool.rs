@@ -26,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
-use crate::copy::copy;
+use crate::copy::CopyKind;
 use crate::job::{Job, MAX_PARTS};
 use crate::sync::{spin_hint, AtomicU64, Ordering};
 
@@ -53,7 +53,7 @@ struct CopyDesc {
     src: *const u8,
     len: usize,
     per: usize,
-    streaming: bool,
+    kind: CopyKind,
 }
 
 // SAFETY: the pointers are plain addresses handed over under the job protocol; the
@@ -66,7 +66,7 @@ impl CopyDesc {
         src: std::ptr::null(),
         len: 0,
         per: 1,
-        streaming: false,
+        kind: CopyKind::Plain,
     };
 
     /// Copies part `i`.
@@ -79,7 +79,7 @@ impl CopyDesc {
         let n = self.per.min(self.len - off);
         // SAFETY: `off + n <= len`, inside both ranges (condition 1); parts do not
         // overlap each other.
-        unsafe { copy(self.dst.add(off), self.src.add(off), n, self.streaming) }
+        unsafe { self.kind.copy(self.dst.add(off), self.src.add(off), n) }
     }
 }
 
@@ -240,7 +240,7 @@ impl Pool {
         dst: *mut u8,
         src: *const u8,
         len: usize,
-        streaming: bool,
+        kind: CopyKind,
         parts: usize,
         wake: bool,
     ) {
@@ -248,7 +248,7 @@ impl Pool {
         let slot = if parts > 1 { self.acquire_job() } else { None };
         let Some(j) = slot else {
             // SAFETY: condition 1.
-            unsafe { copy(dst, src, len, streaming) };
+            unsafe { kind.copy(dst, src, len) };
             return;
         };
         let job = &self.jobs[j];
@@ -262,7 +262,7 @@ impl Pool {
             src,
             len,
             per,
-            streaming,
+            kind,
         };
         // SAFETY: we own slot `j` and waited for its last publication before
         // releasing it; `parts <= MAX_PARTS`.
@@ -416,7 +416,7 @@ mod tests {
                 1 << 20,
                 (1 << 20) + 13,
             ] {
-                for streaming in [true, false] {
+                for kind in [CopyKind::Streaming, CopyKind::Plain, CopyKind::OutOfPinned] {
                     let src: Vec<u8> = (0..len + 3).map(|i| (i * 7 + len) as u8).collect();
                     let mut dst = vec![0xAAu8; len + 5];
                     // SAFETY: both ranges are inside their Vecs and distinct.
@@ -425,12 +425,12 @@ mod tests {
                             dst.as_mut_ptr().add(1),
                             src.as_ptr().add(3),
                             len,
-                            streaming,
+                            kind,
                             4,
                             false,
                         )
                     };
-                    assert_eq!(&dst[1..1 + len], &src[3..3 + len], "len {len}");
+                    assert_eq!(&dst[1..1 + len], &src[3..3 + len], "len {len} {kind:?}");
                     assert_eq!(dst[0], 0xAA);
                     assert_eq!(dst[1 + len], 0xAA);
                 }
@@ -454,7 +454,7 @@ mod tests {
                         dst.as_mut_ptr(),
                         src.as_ptr(),
                         len,
-                        round % 2 == 0,
+                        [CopyKind::Streaming, CopyKind::OutOfPinned][round % 2],
                         3,
                         round % 4 == 1,
                     )
@@ -480,7 +480,8 @@ mod tests {
                                     dst.as_mut_ptr(),
                                     src.as_ptr(),
                                     src.len(),
-                                    round % 2 == 0,
+                                    [CopyKind::Plain, CopyKind::Streaming, CopyKind::OutOfPinned]
+                                        [round % 3],
                                     4,
                                     round % 3 == 0,
                                 )

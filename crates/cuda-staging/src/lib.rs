@@ -151,6 +151,7 @@ mod calibration;
 mod capacity;
 mod copy;
 mod elements;
+mod events;
 mod job;
 mod pipeline;
 mod pool;

@@ -3,7 +3,7 @@
 //! median. Scenarios, columns and repetitions: `benches::frames`.
 //!
 //! ```text
-//! cargo bench -p benches --bench frames            # sleep-2ms, sleep-16ms, busy-2ms, four-pipelines
+//! cargo bench -p benches --bench frames            # sleep-2ms, sleep-16ms, busy-2ms, four-pipelines, scaling
 //! FRAMES_ONLY=sleep-2ms,chunks cargo bench -p benches --bench frames
 //! BENCH_QUICK=1 cargo bench -p benches --bench frames   # smoke run: 20 reps, 2 sizes
 //! ```
@@ -12,7 +12,8 @@
 //! tables and its elapsed time. Criterion-style arguments are accepted and ignored,
 //! except `--bench` (measure), `--list` and test mode (no `--bench`: a smoke pass
 //! that writes nothing). Without a CUDA GPU it says "no CUDA GPU/driver found: ..."
-//! and exits 1 under `--bench`, 0 in test mode.
+//! and exits 1 under `--bench`, 0 in test mode. With one GPU, `scaling` says
+//! "scaling: skipped, needs 2 or more GPUs (found 1)" and writes no records.
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ use std::time::Instant;
 use benches::frame_loop::FrameLoop;
 use benches::frames::{scenarios_from, FrameSettings, Scenario, FRAMES_ONLY_ENV};
 use benches::records::{self, Record, RECORDS_DIR_ENV};
-use benches::{chunks, four_pipelines, Gpu, RunMode};
+use benches::{chunks, four_pipelines, scaling, Gpu, RunMode};
 
 fn main() -> ExitCode {
     let mode = RunMode::from_args(std::env::args());
@@ -119,6 +120,13 @@ fn run(
             Err(e) => failed = Some(e),
         }
     }
+    let mut scaling_records = Vec::new();
+    if failed.is_none() && scenarios.contains(&Scenario::Scaling) {
+        match scaling::run(gpu, settings, progress) {
+            Ok(r) => scaling_records = r,
+            Err(e) => failed = Some(e),
+        }
+    }
     let mut chunk_table = None;
     if failed.is_none() && scenarios.contains(&Scenario::Chunks) {
         match chunks::run(gpu, settings) {
@@ -131,6 +139,7 @@ fn run(
     println!();
     print!("{}", records::frame_tables(&frame_records));
     print!("{}", records::pipeline_table(&pipeline_records));
+    print!("{}", scaling::scaling_table(&scaling_records));
     if let Some(t) = chunk_table {
         print!("{t}");
     }
@@ -139,6 +148,7 @@ fn run(
         .into_iter()
         .map(Record::Frame)
         .chain(pipeline_records.into_iter().map(Record::Pipeline))
+        .chain(scaling_records.into_iter().map(Record::Scaling))
         .collect();
     if mode == RunMode::Test {
         return failed.map_or(Ok(()), Err);

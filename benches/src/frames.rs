@@ -12,10 +12,11 @@
 //! | `sleep-16ms` | `std::thread::sleep(16 ms)`: one frame at 60 fps |
 //! | `busy-2ms` | the calling thread writes a byte per cache line through a separate 32 MiB scratch buffer for 2 ms (preprocessing into other memory) |
 //! | `four-pipelines` | 4 threads, own stream and buffers each, 2 ms sleep per frame, then 150528 B and 4915200 B up and down |
+//! | `scaling` | none: one thread per GPU moving 4915200 B or 64 MiB back to back, one GPU against all (skipped with one GPU) |
 //! | `chunks` | none: the download chunk/thread diagnostic, only when asked for by name |
 //!
-//! Pure logic, tested without a GPU; percentiles are in [`crate::stats`]; [`crate::frame_loop`], [`crate::four_pipelines`] and
-//! [`crate::chunks`] run it.
+//! Pure logic, tested without a GPU; percentiles are in [`crate::stats`]; [`crate::frame_loop`], [`crate::four_pipelines`],
+//! [`crate::scaling`] and [`crate::chunks`] run it.
 
 use std::time::Duration;
 
@@ -53,26 +54,31 @@ pub enum Scenario {
     Busy2ms,
     /// Four threads, each its own frame loop; see [`crate::four_pipelines`].
     FourPipelines,
+    /// One GPU against all, one thread each; see [`crate::scaling`]. Skipped, with a
+    /// line saying so, on a machine with one GPU.
+    Scaling,
     /// Back-to-back download variants, a tuning diagnostic; see [`crate::chunks`].
     Chunks,
 }
 
 impl Scenario {
     /// Every scenario, in run order.
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::Sleep2ms,
         Scenario::Sleep16ms,
         Scenario::Busy2ms,
         Scenario::FourPipelines,
+        Scenario::Scaling,
         Scenario::Chunks,
     ];
 
     /// What runs without `FRAMES_ONLY`: all but the diagnostic.
-    pub const DEFAULT: [Scenario; 4] = [
+    pub const DEFAULT: [Scenario; 5] = [
         Scenario::Sleep2ms,
         Scenario::Sleep16ms,
         Scenario::Busy2ms,
         Scenario::FourPipelines,
+        Scenario::Scaling,
     ];
 
     /// The name in records, tables and `FRAMES_ONLY`.
@@ -82,6 +88,7 @@ impl Scenario {
             Scenario::Sleep16ms => "sleep-16ms",
             Scenario::Busy2ms => "busy-2ms",
             Scenario::FourPipelines => "four-pipelines",
+            Scenario::Scaling => "scaling",
             Scenario::Chunks => "chunks",
         }
     }
@@ -97,7 +104,7 @@ impl Scenario {
             Scenario::Sleep2ms => Some(Gap::Sleep(Duration::from_millis(2))),
             Scenario::Sleep16ms => Some(Gap::Sleep(Duration::from_millis(16))),
             Scenario::Busy2ms => Some(Gap::Busy(Duration::from_millis(2))),
-            Scenario::FourPipelines | Scenario::Chunks => None,
+            Scenario::FourPipelines | Scenario::Scaling | Scenario::Chunks => None,
         }
     }
 }
@@ -231,10 +238,12 @@ pub struct FrameSettings {
     pub pipeline_warmup_frames: usize,
     /// Measured repetitions per size of `chunks`.
     pub chunk_reps: usize,
+    /// Back-to-back transfer time per thread and cell of `scaling`.
+    pub scaling_cell: Duration,
 }
 
 impl FrameSettings {
-    /// The full run: at most about 3.3 minutes on the H200 (see
+    /// The full run: at most about 3.4 minutes on the H200 (see
     /// [`FrameSettings::estimated_run_time`]).
     pub fn full() -> FrameSettings {
         FrameSettings {
@@ -246,6 +255,7 @@ impl FrameSettings {
             pipeline_frames: 300,
             pipeline_warmup_frames: 10,
             chunk_reps: 200,
+            scaling_cell: Duration::from_millis(200),
         }
     }
 
@@ -260,6 +270,7 @@ impl FrameSettings {
             pipeline_frames: 40,
             pipeline_warmup_frames: 10,
             chunk_reps: 20,
+            scaling_cell: Duration::from_millis(25),
         }
     }
 
@@ -275,6 +286,7 @@ impl FrameSettings {
             pipeline_frames: 3,
             pipeline_warmup_frames: 1,
             chunk_reps: 2,
+            scaling_cell: Duration::from_millis(2),
         }
     }
 
@@ -307,6 +319,7 @@ impl FrameSettings {
         for &s in scenarios {
             total += match s {
                 Scenario::FourPipelines => self.pipelines_time(),
+                Scenario::Scaling => self.scaling_time(),
                 Scenario::Chunks => self.chunks_time(),
                 _ => self.frame_loop_time(s.gap().expect("a frame-loop scenario has a gap")),
             };
@@ -335,6 +348,13 @@ impl FrameSettings {
             * crate::four_pipelines::PipelineColumn::ALL.len() as u32
     }
 
+    /// As if on two GPUs (with one it is skipped): every cell's transfers plus its
+    /// data check and warm-up, and the lanes' set-up.
+    fn scaling_time(&self) -> Duration {
+        let cells = crate::scaling::measured_cells() as u32;
+        ASSUMED_SCALING_SETUP + (self.scaling_cell + ASSUMED_SCALING_CELL_CHECK) * cells
+    }
+
     fn chunks_time(&self) -> Duration {
         let variants = crate::chunks::variants().len() as u32 + 1;
         let reps = (self.chunk_reps + crate::chunks::CHUNK_WARMUP_REPS) as u32;
@@ -347,6 +367,15 @@ impl FrameSettings {
 
 /// Context creation, allocations, pinning, the scratch buffer and the data checks.
 const ASSUMED_SETUP: Duration = Duration::from_secs(3);
+
+/// `scaling`'s set-up: per GPU (in turn), a context, 64 MiB of device memory and a
+/// 64 MiB host pattern.
+const ASSUMED_SCALING_SETUP: Duration = Duration::from_millis(500);
+
+/// A `scaling` cell's data check (a round trip of up to 64 MiB through zeroed device
+/// memory, compared; 64 MiB pinned at a lane's first resident cell) and warm-up
+/// transfers, generously.
+const ASSUMED_SCALING_CELL_CHECK: Duration = Duration::from_millis(40);
 
 /// One `four-pipelines` frame (four transfers, four threads sharing the link and
 /// the copy pool), generously: 4 ms.
@@ -438,5 +467,11 @@ mod tests {
         assert!(q <= Duration::from_secs(20), "{q:?}");
         let c = f.estimated_run_time(&[Scenario::Chunks]);
         assert!(c <= Duration::from_secs(15), "{c:?}");
+        // A few seconds on two GPUs: 16 cells of 200 ms.
+        let s = f.estimated_run_time(&[Scenario::Scaling]) - ASSUMED_SETUP;
+        assert!(
+            s >= Duration::from_millis(3200) && s <= Duration::from_secs(5),
+            "{s:?}"
+        );
     }
 }

@@ -23,8 +23,8 @@
 //!
 //! The `frames` bench (frame loops: a sleep or busy gap before every transfer) keeps
 //! its plan in [`frames`], its gaps in [`gap`], its runners in [`frame_loop`],
-//! [`four_pipelines`] and [`chunks`], its percentiles in [`stats`] and its output in
-//! [`records`]. Both benches check their data with [`pattern`].
+//! [`four_pipelines`], [`scaling`] (one GPU against all) and [`chunks`], its
+//! percentiles in [`stats`] and its output in [`records`]. Both benches check their data with [`pattern`].
 //!
 //! The `pipeline` bench (issue 13: one inference-shaped pipeline of frames, run
 //! synchronously or through the staging ring, and batched downloads) and the
@@ -40,6 +40,7 @@ pub mod gap;
 pub mod pattern;
 pub mod pipeline;
 pub mod records;
+pub mod scaling;
 pub mod stats;
 
 use std::fmt::Display;

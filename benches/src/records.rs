@@ -2,14 +2,18 @@
 //! renderer, and compact tables on stdout for whoever reads the log first. The
 //! writer ([`write_records_file`]) serves the `pipeline` bench too.
 //!
-//! The JSON is `{"records": [...]}` with two record shapes, fixed with the renderer:
+//! The JSON is `{"records": [...]}` with three record shapes, fixed with the renderer:
 //!
 //! ```json
 //! {"scenario": "sleep-2ms", "direction": "H2D", "bytes": 150528, "column": "copy-in",
 //!  "median_us": 14.2, "p99_us": 20.9, "samples": 250}
 //! {"scenario": "four-pipelines", "column": "resident", "fps": 1480.5,
 //!  "p50_us": 402.1, "p99_us": 611.0, "samples": 1200, "copy_threads": 16}
+//! {"scenario": "scaling", "direction": "H2D", "bytes": 67108864, "column": "resident",
+//!  "gpus": 2, "gb_per_s": 108.4, "samples": 330}
 //! ```
+//!
+//! The `scaling` records and their log table are in [`crate::scaling`].
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -17,6 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::frames::FrameColumn;
+use crate::scaling::ScalingRecord;
 use crate::stats::Summary;
 use crate::Direction;
 
@@ -93,6 +98,8 @@ pub enum Record {
     Frame(FrameRecord),
     /// A `four-pipelines` phase.
     Pipeline(PipelineRecord),
+    /// A `scaling` cell.
+    Scaling(ScalingRecord),
 }
 
 #[derive(Serialize)]
@@ -254,11 +261,24 @@ mod tests {
             samples: 1200,
             copy_threads: 16,
         };
-        let json = to_json(&[Record::Frame(frame), Record::Pipeline(pipe)]);
+        let scaling = ScalingRecord {
+            scenario: "scaling",
+            direction: "D2H",
+            bytes: 64 << 20,
+            column: "copy-in",
+            gpus: 2,
+            gb_per_s: 41.5,
+            samples: 250,
+        };
+        let json = to_json(&[
+            Record::Frame(frame),
+            Record::Pipeline(pipe),
+            Record::Scaling(scaling),
+        ]);
         let v: Value = serde_json::from_str(&json).unwrap();
         assert_eq!(keys(&v), ["records"]);
         let recs = v["records"].as_array().unwrap();
-        assert_eq!(recs.len(), 2);
+        assert_eq!(recs.len(), 3);
         assert_eq!(
             keys(&recs[0]),
             [
@@ -294,6 +314,23 @@ mod tests {
         assert_eq!(recs[1]["fps"].as_f64(), Some(1480.5));
         assert_eq!(recs[1]["samples"].as_u64(), Some(1200));
         assert_eq!(recs[1]["copy_threads"].as_u64(), Some(16));
+        assert_eq!(
+            keys(&recs[2]),
+            [
+                "bytes",
+                "column",
+                "direction",
+                "gb_per_s",
+                "gpus",
+                "samples",
+                "scenario"
+            ]
+        );
+        assert_eq!(recs[2]["scenario"], "scaling");
+        assert_eq!(recs[2]["direction"], "D2H");
+        assert_eq!(recs[2]["bytes"].as_u64(), Some(64 << 20));
+        assert_eq!(recs[2]["gpus"].as_u64(), Some(2));
+        assert_eq!(recs[2]["gb_per_s"].as_f64(), Some(41.5));
     }
 
     #[test]

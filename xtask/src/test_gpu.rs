@@ -39,7 +39,9 @@ pub struct Args {
     #[arg(long, value_name = "PATTERN")]
     only: Option<String>,
     /// Build the test executables, a release xtask and DIR/run.sh into DIR, to copy to
-    /// a GPU machine and run there (`bash DIR/run.sh [--sanitize] [--soak]`).
+    /// a GPU machine and run there (`bash DIR/run.sh [--sanitize] [--soak]
+    /// [--multi-gpu]`). The multi-GPU tests are always bundled; they run when
+    /// `--multi-gpu` is given here or to run.sh.
     #[arg(long, value_name = "DIR")]
     bundle: Option<PathBuf>,
     /// Arguments for every test executable, e.g. a test name filter.
@@ -241,7 +243,7 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
         &dir,
         tests.len(),
         &format!(
-            "on a GPU machine: bash {}/run.sh [--sanitize] [--soak] [--only PATTERN] [-- TEST_ARGS]\n\
+            "on a GPU machine: bash {}/run.sh [--sanitize] [--soak] [--multi-gpu] [--only PATTERN] [-- TEST_ARGS]\n\
              logs go to $OUT (tests.log, tests-summary.txt) when OUT is set, else to {0}/logs",
             dir.display()
         ),
@@ -363,11 +365,36 @@ mod tests {
             "@COMMIT@",
             "@SANITIZE@",
             "@SOAK@",
+            "@MULTI@",
+            "@MULTI_TESTS@",
             "@ONLY@",
             "@TESTS@",
             "@NEEDS_CARGO@",
         ] {
             assert!(!s.contains(p), "{p} was left");
         }
+    }
+
+    #[test]
+    fn multi_gpu_bundles_run_the_multi_gpu_tests_and_say_so() {
+        let s = run_script(&RunScript {
+            commit: "abc1234".into(),
+            sanitize: false,
+            soak: false,
+            multi_gpu: true,
+            only: String::new(),
+            tests: vec!["cuda-staging-test-gpu".into()],
+            soak_tests: vec![],
+            multi_gpu_tests: vec!["cuda-staging-test-multi_gpu".into()],
+            needs_cargo: vec![],
+            test_args: vec![],
+        });
+        assert!(s.contains("MULTI=1\n"));
+        assert!(s.contains("MULTI_TESTS=(cuda-staging-test-multi_gpu)\n"));
+        // run.sh adds them to what it runs, accepts --multi-gpu itself, and names the
+        // setting in its summary.
+        assert!(s.contains(r#"if [ "$MULTI" = 1 ]; then RUN+=("#));
+        assert!(s.contains("--multi-gpu) MULTI=1 ;;"));
+        assert!(s.contains("multi-gpu=$MULTI)"));
     }
 }

@@ -3,12 +3,13 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use cuda_core::{Context, DeviceBuffer, DeviceView, DeviceViewMut, Event, Result, Stream};
+use cuda_core::{Context, DeviceBuffer, DeviceView, DeviceViewMut, Result, Stream};
 
 use crate::arrivals::Arrivals;
 use crate::capacity::Capacity;
 use crate::copy::Copier;
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
+use crate::events::PipelineEvents;
 use crate::pipeline::{Plan, Stage, MAX_SLOTS, PIPELINE_WINDOW_BYTES};
 use crate::pool::{self, Client};
 use crate::routing::{Direction, Route, Routing};
@@ -58,8 +59,8 @@ pub struct StagingBuffer {
     pub(crate) routing: Routing,
     pub(crate) copy_threads: usize,
     pub(crate) chunk_bytes: usize,
-    /// One per pipeline slot, in the context of the last pipelined transfer.
-    events: Vec<Event>,
+    /// One per pipeline slot, for each of the last few contexts used.
+    events: PipelineEvents,
     arrivals: Arrivals,
     /// Registration with the process-wide copy pool, for predicted transfers.
     pub(crate) client: Option<Client>,
@@ -124,7 +125,7 @@ impl StagingBuffer {
             routing: Routing::default(),
             copy_threads: default_copy_threads(),
             chunk_bytes: 0,
-            events: Vec::new(),
+            events: PipelineEvents::default(),
             arrivals: Arrivals::default(),
             client: None,
             low_latency: false,
@@ -333,7 +334,7 @@ impl StagingBuffer {
         } = self;
         let stage = Stage {
             window: capacity.buffer(plan.slots * plan.chunk_bytes)?,
-            events,
+            events: events.current(),
             stream,
             copier: Copier::new(pool.map(|p| &**p), *copy_threads).waking(back_to_back),
             plan,
@@ -412,18 +413,15 @@ impl StagingBuffer {
         Ok(())
     }
 
+    /// At least `n` pipeline events of `ctx` (kept per context, so a buffer that
+    /// switches between GPUs does not re-create them), counting those created.
     fn ensure_events(&mut self, n: usize, ctx: &Context) -> Result<()> {
-        if self
-            .events
-            .first()
-            .is_some_and(|e| !e.context().same_as(ctx))
-        {
-            self.events.clear();
-        }
-        while self.events.len() < n.min(MAX_SLOTS) {
-            self.events.push(Event::new(ctx)?);
-        }
-        Ok(())
+        let mut created = 0;
+        let r = self.events.ensure(ctx, n.min(MAX_SLOTS), |ctx| {
+            cuda_core::Event::new(ctx).inspect(|_| created += 1)
+        });
+        self.stats.event_creations += created;
+        r.map(drop)
     }
 }
 

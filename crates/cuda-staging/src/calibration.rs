@@ -44,7 +44,7 @@ impl StagingBuffer {
     /// when the run reaches 16 MiB). Takes well under a second.
     ///
     /// Uses a temporary 16 MiB device buffer. Transfer counters are restored
-    /// afterwards; a pinned allocation it makes is counted.
+    /// afterwards; a pinned allocation or pipeline events it makes are counted.
     pub fn calibrate(&mut self, stream: &Stream) -> Result<Calibration> {
         const SIZES: [usize; 9] = [
             4 << 10,
@@ -106,6 +106,7 @@ impl StagingBuffer {
         self.stats = StagingStats {
             allocations: self.stats.allocations,
             peak_capacity_bytes: self.stats.peak_capacity_bytes,
+            event_creations: self.stats.event_creations,
             ..saved_stats
         };
         outcome?;

@@ -90,7 +90,11 @@
 //! already queued on it. This holds on every route (staged, pipelined, pageable,
 //! page-locked source, batched, ring), so changing a tensor's size never silently
 //! changes ordering. The stream and the device buffer must belong to the same
-//! context ([`cuda_core::Error::ContextMismatch`] otherwise). Every DMA goes through
+//! context ([`cuda_core::Error::ContextMismatch`] otherwise). One buffer may serve
+//! several GPUs in turn: its pinned memory is portable (every context DMAs from
+//! it), and it keeps the pipeline events of the last four contexts it used, so
+//! switching devices re-pins nothing and creates no events
+//! ([`StagingStats::event_creations`]). Every DMA goes through
 //! `cuda-core`'s tracked stream operations, so no pinned memory is reused or freed
 //! while a copy still uses it (see `cuda_core`'s crate docs).
 //!
@@ -151,6 +155,7 @@ mod calibration;
 mod capacity;
 mod copy;
 mod elements;
+mod events;
 mod job;
 mod pipeline;
 mod pool;

@@ -30,6 +30,11 @@ pub struct StagingStats {
     pub bytes_downloaded: u64,
     /// The largest pinned capacity held so far, in bytes.
     pub peak_capacity_bytes: usize,
+    /// CUDA events created for the chunked pipeline (one per slot, per context).
+    /// The events of the last four contexts are kept, so a buffer that one thread
+    /// drives on two GPUs in turn creates them once per GPU, not per switch; like
+    /// `allocations`, a steady loop leaves it unchanged.
+    pub event_creations: u64,
 }
 
 impl StagingStats {

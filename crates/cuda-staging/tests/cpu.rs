@@ -173,6 +173,7 @@ fn transfers_counts_every_route_once() {
         bytes_uploaded: 11,
         bytes_downloaded: 13,
         peak_capacity_bytes: 17,
+        event_creations: 23,
     };
     assert_eq!(st.transfers(), 2 + 3 + 5 + 19);
 }

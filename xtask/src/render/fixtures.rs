@@ -133,6 +133,15 @@ pub fn fake_records(dir: &Path) {
         pipeline("ring", 90.0, Some(13000.0)),
         pipeline("staging-sync", 60.0, Some(20000.0)),
         pipeline("pageable-sync", 50.0, Some(25000.0)),
+        // The same cell on one GPU and on two: two measurements, not one twice.
+        {"scenario": "scaling", "direction": "D2H", "bytes": 67_108_864, "column": "resident",
+         "gpus": 2, "gb_per_s": 104.0, "samples": 320},
+        {"scenario": "scaling", "direction": "D2H", "bytes": 67_108_864, "column": "resident",
+         "gpus": 1, "gb_per_s": 54.0, "samples": 165},
+        {"scenario": "scaling", "direction": "H2D", "bytes": 4_915_200, "column": "copy-in",
+         "gpus": 1, "gb_per_s": 30.0, "samples": 1200},
+        {"scenario": "scaling", "direction": "H2D", "bytes": 4_915_200, "column": "copy-in",
+         "gpus": 2, "gb_per_s": 45.0, "samples": 1800},
     ]});
     let batch = serde_json::json!({"records": [
         {"scenario": "batch", "column": "largest-alone", "bytes": 300_000, "median_us": 56.0,

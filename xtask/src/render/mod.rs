@@ -4,8 +4,8 @@
 //! One concern per module: [`record`] holds what was measured and its order,
 //! [`reader`] reads criterion's files and the benchmark executables' records files,
 //! [`tables`] makes the back-to-back tables and the reading, [`scenario_tables`] the
-//! frame-loop, pipeline and batch tables, [`chart`] draws the SVG; this module puts
-//! the documents together.
+//! frame-loop, pipeline and batch tables, [`scaling`] the multi-GPU scaling table,
+//! [`chart`] draws the SVG; this module puts the documents together.
 //!
 //! The naming contract with the `benches` package: a benchmark's criterion group id is
 //! `"{direction}/{bytes}"` (direction `H2D` or `D2H`, bytes the transfer size) and its
@@ -19,6 +19,7 @@ mod chart;
 mod fixtures;
 mod reader;
 mod record;
+mod scaling;
 mod scenario_tables;
 mod tables;
 
@@ -276,9 +277,9 @@ mod tests {
         assert_eq!(v["device_name"], "NVIDIA H200");
         assert_eq!(v["driver_version"], "13.0");
         assert_eq!(v["commit"], "abc1234");
-        // criterion's 25, then the 23 scenario records.
+        // criterion's 25, then the 27 scenario records.
         let records = v["records"].as_array().unwrap();
-        assert_eq!(records.len(), 25 + 23);
+        assert_eq!(records.len(), 25 + 27);
         assert_eq!(v["records"][0]["direction"], "H2D");
         assert_eq!(v["records"][0]["bytes"], 150_528);
         assert_eq!(v["records"][0]["column"], "pageable");
@@ -289,6 +290,9 @@ mod tests {
         assert_eq!(records[25]["direction"], "H2D");
         assert_eq!(records[25]["median_us"], 25.0);
         assert_eq!(records[25]["samples"], 1000);
+        let scaling = records.iter().find(|r| r["scenario"] == "scaling").unwrap();
+        assert_eq!(scaling["gpus"], 1);
+        assert_eq!(scaling["gb_per_s"], 30.0);
         // Fields a record does not have are left out, not written as null.
         let ideal = records.iter().find(|r| r["column"] == "ideal").unwrap();
         assert_eq!(ideal.get("p50_us"), None);

@@ -352,7 +352,7 @@ mod tests {
         let tmp = temp_dir();
         fake_records(tmp.path());
         let records = load_records(tmp.path()).unwrap();
-        assert_eq!(records.len(), 10 + 9 + 4);
+        assert_eq!(records.len(), 10 + 9 + 4 + 4);
         // Scenarios in document order, the unknown one last.
         let scenarios: Vec<&str> = records.iter().map(|r| r.scenario.as_str()).collect();
         let first = |s: &str| scenarios.iter().position(|x| *x == s).unwrap();
@@ -360,6 +360,7 @@ mod tests {
         assert!(first("busy-2ms") < first("four-pipelines"));
         assert!(first("four-pipelines") < first("pipeline"));
         assert!(first("pipeline") < first("batch"));
+        assert!(first("batch") < first("scaling"));
         assert_eq!(scenarios.last(), Some(&"warm-start"));
         // Within a scenario: direction, bytes, then the column order.
         let r = &records[0];
@@ -405,6 +406,22 @@ mod tests {
         assert_eq!(
             (ideal.fps, ideal.p50_us, ideal.p99_us),
             (Some(100.0), None, None)
+        );
+        // Scaling: one GPU and two are two measurements, one GPU first; the GPU count
+        // and GB/s are typed.
+        let scaling: Vec<String> = records
+            .iter()
+            .filter(|r| r.scenario == "scaling")
+            .map(|r| format!("{:?}", (&r.direction, r.bytes, r.gpus, r.gb_per_s)))
+            .collect();
+        assert_eq!(
+            scaling,
+            [
+                r#"(Some("H2D"), Some(4915200), Some(1), Some(30.0))"#,
+                r#"(Some("H2D"), Some(4915200), Some(2), Some(45.0))"#,
+                r#"(Some("D2H"), Some(67108864), Some(1), Some(54.0))"#,
+                r#"(Some("D2H"), Some(67108864), Some(2), Some(104.0))"#,
+            ]
         );
         // The unknown scenario's own field is kept.
         let warm = records.last().unwrap();

@@ -42,9 +42,11 @@ pub(super) const FOUR_PIPELINES: &str = "four-pipelines";
 pub(super) const PIPELINE: &str = "pipeline";
 /// The scenario of several downloads per frame, separate or batched.
 pub(super) const BATCH: &str = "batch";
+/// The scenario of one GPU against all GPUs, one thread each.
+pub(super) const SCALING: &str = "scaling";
 
 /// Every scenario the tables know, in document order, with its columns in table order.
-const SCENARIO_COLUMNS: [(&str, &[&str]); 6] = [
+const SCENARIO_COLUMNS: [(&str, &[&str]); 7] = [
     (FRAME_LOOP_SCENARIOS[0].0, FRAME_LOOP_COLUMNS),
     (FRAME_LOOP_SCENARIOS[1].0, FRAME_LOOP_COLUMNS),
     (FRAME_LOOP_SCENARIOS[2].0, FRAME_LOOP_COLUMNS),
@@ -67,6 +69,7 @@ const SCENARIO_COLUMNS: [(&str, &[&str]); 6] = [
         BATCH,
         &["separate", "batched", "batched-queued", "largest-alone"],
     ),
+    (SCALING, &["resident", "copy-in"]),
 ];
 
 /// One criterion benchmark: its median with the median's confidence interval, and
@@ -104,7 +107,7 @@ impl Record {
 ///
 /// Which fields a record has depends on its scenario: a frame-loop record has
 /// `direction`, `bytes`, `median_us` and `p99_us`; a pipeline record `fps`, `p50_us`
-/// and `p99_us`. A field a scenario does not use is absent; one this version does
+/// and `p99_us`; a scaling record `direction`, `bytes`, `gpus` and `gb_per_s`. A field a scenario does not use is absent; one this version does
 /// not know is kept in [`other`](Self::other), so that measurements.json passes every
 /// record on whole, including those of scenarios no table shows yet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,6 +140,12 @@ pub struct ScenarioRecord {
     /// The copy threads the library started (four pipelines).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copy_threads: Option<u64>,
+    /// GPUs moving at once, one thread each (scaling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u64>,
+    /// Bytes moved by all threads over the wall time, 10^9 per second (scaling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gb_per_s: Option<f64>,
     /// Fields this version does not know, kept as they came.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -150,12 +159,13 @@ impl ScenarioRecord {
 
     /// What identifies a measurement: two records with the same key measured the
     /// same thing.
-    pub(super) fn key(&self) -> (&str, Option<&str>, Option<u64>, &str) {
+    pub(super) fn key(&self) -> (&str, Option<&str>, Option<u64>, &str, Option<u64>) {
         (
             &self.scenario,
             self.direction.as_deref(),
             self.bytes,
             &self.column,
+            self.gpus,
         )
     }
 }
@@ -236,5 +246,6 @@ fn scenario_order(r: &ScenarioRecord) -> impl Ord + '_ {
         r.direction.as_deref().map(direction_rank),
         r.bytes,
         scenario_column_rank(&r.scenario, &r.column),
+        r.gpus,
     )
 }

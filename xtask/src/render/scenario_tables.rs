@@ -1,6 +1,6 @@
 //! The tables of the scenarios beyond criterion's back-to-back loop, in markdown: the
-//! frame loop, four pipelines, one pipeline and batched downloads. A section appears
-//! only when its records exist; records of scenarios no table knows are left out here
+//! frame loop, four pipelines, one pipeline, batched downloads and multi-GPU scaling
+//! (in [`super::scaling`]). A section appears only when its records exist; records of scenarios no table knows are left out here
 //! (measurements.json still has them).
 
 use std::fmt::Write as _;
@@ -43,12 +43,13 @@ pub(super) fn sections(records: &[ScenarioRecord]) -> String {
         four_pipelines(records),
         pipeline(records),
         batch(records),
+        super::scaling::scaling(records),
     ]
     .concat()
 }
 
 /// The records of `scenario`, in table order.
-fn of<'a>(records: &'a [ScenarioRecord], scenario: &str) -> Vec<&'a ScenarioRecord> {
+pub(super) fn of<'a>(records: &'a [ScenarioRecord], scenario: &str) -> Vec<&'a ScenarioRecord> {
     let mut found: Vec<&ScenarioRecord> =
         records.iter().filter(|r| r.scenario == scenario).collect();
     found.sort_by(|a, b| {
@@ -64,23 +65,23 @@ fn find<'a>(records: &[&'a ScenarioRecord], column: &str) -> Option<&'a Scenario
 }
 
 /// `a / b`, where both exist and `b` is a positive number.
-fn over(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+pub(super) fn over(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     let (a, b) = (a?, b?);
     (b > 0.0 && b.is_finite()).then(|| a / b)
 }
 
 /// A number, or `—` where there is none.
-fn cell(v: Option<f64>) -> String {
+pub(super) fn cell(v: Option<f64>) -> String {
     v.map_or_else(|| "—".to_string(), num3)
 }
 
 /// A ratio, or `—` where there is none.
-fn ratio_cell(r: Option<f64>) -> String {
+pub(super) fn ratio_cell(r: Option<f64>) -> String {
     r.map_or_else(|| "—".to_string(), ratio_str)
 }
 
 /// "Samples per row: N." (or a range), or nothing where no record says.
-fn samples_line(records: &[&ScenarioRecord], per: &str) -> String {
+pub(super) fn samples_line(records: &[&ScenarioRecord], per: &str) -> String {
     let counts = records.iter().filter_map(|r| r.samples);
     match (counts.clone().min(), counts.max()) {
         (Some(lo), Some(hi)) if lo == hi => format!("\nSamples per {per}: {lo}.\n"),
@@ -90,7 +91,7 @@ fn samples_line(records: &[&ScenarioRecord], per: &str) -> String {
 }
 
 /// A section: heading, note, then the body; nothing when the body is empty.
-fn section(title: &str, note: &str, body: String) -> String {
+pub(super) fn section(title: &str, note: &str, body: String) -> String {
     if body.is_empty() {
         return body;
     }
@@ -366,6 +367,7 @@ mod tests {
         assert!(at("## Frame loop") < at("## Four pipelines"));
         assert!(at("## Four pipelines") < at("## Pipeline"));
         assert!(at("## Pipeline") < at("## Batched downloads"));
+        assert!(at("## Batched downloads") < at("## Multi-GPU scaling"));
         // The unknown scenario is not shown.
         assert!(!md.contains("warm-start"));
         assert_eq!(sections(&[]), "");

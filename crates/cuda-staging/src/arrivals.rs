@@ -33,8 +33,9 @@ pub(crate) struct Arrivals {
 }
 
 /// From this many transfers in one burst, transfers come back to back (a tight
-/// loop rather than a frame's upload and download) and are worth waking parked
-/// helpers for: the first ones pay the wake-up, those after it find them spinning.
+/// loop rather than a frame's upload and download): they are worth waking parked
+/// helpers for (the first ones pay the wake-up, those after it find them
+/// spinning), and a download's copy-out flushes what it read (see `copy.rs`).
 const BACK_TO_BACK_TRANSFERS: u32 = 3;
 
 impl Arrivals {

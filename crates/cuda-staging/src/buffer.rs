@@ -336,7 +336,7 @@ impl StagingBuffer {
             window: capacity.buffer(plan.slots * plan.chunk_bytes)?,
             events: events.current(),
             stream,
-            copier: Copier::new(pool.map(|p| &**p), *copy_threads).waking(back_to_back),
+            copier: Copier::new(pool.map(|p| &**p), *copy_threads).back_to_back(back_to_back),
             plan,
         };
         let r = match leg {
@@ -368,7 +368,7 @@ impl StagingBuffer {
     /// How this buffer's host copies run.
     pub(crate) fn copier(&self) -> Copier<'static> {
         Copier::new(self.pool().map(|p| &**p), self.copy_threads)
-            .waking(self.arrivals.back_to_back())
+            .back_to_back(self.arrivals.back_to_back())
     }
 
     /// After a transfer: note when it ended and tell the pool when the next one is

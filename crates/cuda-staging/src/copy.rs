@@ -31,8 +31,9 @@ const PARALLEL_PART_MIN_BYTES: usize = 16 << 10;
 pub(crate) struct Copier<'a> {
     pool: Option<&'a Pool>,
     threads: usize,
-    /// Wake parked helpers whatever the size (transfers are coming back to back).
-    wake: bool,
+    /// Transfers are coming back to back: wake parked helpers whatever the size,
+    /// and flush what a copy-out read (see [`copy_out`]).
+    back_to_back: bool,
 }
 
 impl<'a> Copier<'a> {
@@ -40,15 +41,19 @@ impl<'a> Copier<'a> {
         Copier {
             pool,
             threads: threads.max(1),
-            wake: false,
+            back_to_back: false,
         }
     }
 
-    /// The same, waking parked helpers for every split copy when `wake` (transfers
-    /// come back to back, so helpers woken now are spinning for the next ones).
-    /// Otherwise only copies of at least the pool's wake size wake them.
-    pub(crate) fn waking(self, wake: bool) -> Copier<'a> {
-        Copier { wake, ..self }
+    /// The same, for a transfer that is `back_to_back` with the ones before it:
+    /// then every split copy wakes parked helpers (they are spinning for the next
+    /// ones), where otherwise only copies of at least the pool's wake size do, and
+    /// copy-outs flush the pinned lines they read (see [`copy_out`]).
+    pub(crate) fn back_to_back(self, back_to_back: bool) -> Copier<'a> {
+        Copier {
+            back_to_back,
+            ..self
+        }
     }
 
     /// The same, with at most `threads` threads.
@@ -71,9 +76,15 @@ impl<'a> Copier<'a> {
     }
 
     /// Copies `src`, pinned memory a DMA just filled, into `dst` (equal lengths; a
-    /// shorter one bounds the copy), see [`copy_out`].
+    /// shorter one bounds the copy); back to back, flushing what it read (see
+    /// [`copy_out`]).
     pub(crate) fn copy_out(&self, dst: &mut [u8], src: &[u8]) {
-        self.run(dst, src, CopyKind::OutOfPinned);
+        let kind = if self.back_to_back {
+            CopyKind::OutOfPinned
+        } else {
+            CopyKind::Plain
+        };
+        self.run(dst, src, kind);
     }
 
     fn run(&self, dst: &mut [u8], src: &[u8], kind: CopyKind) {
@@ -83,7 +94,16 @@ impl<'a> Copier<'a> {
             Some(pool) if len >= PARALLEL_MIN_BYTES && parts > 1 => {
                 // SAFETY: both slices hold `len` bytes; `&mut` and `&` cannot overlap;
                 // the borrows last until the pool returns, every part done.
-                unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), len, kind, parts, self.wake) }
+                unsafe {
+                    pool.copy(
+                        dst.as_mut_ptr(),
+                        src.as_ptr(),
+                        len,
+                        kind,
+                        parts,
+                        self.back_to_back,
+                    )
+                }
             }
             // SAFETY: as above.
             _ => unsafe { kind.copy(dst.as_mut_ptr(), src.as_ptr(), len) },
@@ -185,17 +205,29 @@ pub(crate) fn streams(bytes: usize) -> bool {
 
 /// Copies `len` bytes out of pinned memory that the DMA engine writes again next
 /// time, and flushes each source line from the CPU caches after copying it
-/// (`clflushopt`, where the CPU has it; a plain copy elsewhere).
+/// (`clflushopt`, where the CPU has it; a plain copy elsewhere). Used only for
+/// transfers that come back to back ([`Copier::back_to_back`]).
 ///
 /// A DMA into host lines the CPU still caches is slow: the device's writes must
-/// invalidate them. On the 16-core H200 host (`frames` bench, `chunks` section, back
-/// to back, p50), `download_into` of 1 MiB took 26.5 µs, and 51.9 µs when the caller
-/// had read the previous result; a 64 MiB sweep of other memory in between brought
-/// it back to 30.8 µs. `download`'s copy-out reads every line, so its next DMA paid
-/// that: flushing the lines as they are copied took `download` (16 threads, one
-/// destination reused) from 174.6 to 118.0 µs at 4915200 B, 74.5 to 58.0 µs at
-/// 2 MiB and 44.1 to 37.9 µs at 1 MiB. Reading with `prefetchnta` changed nothing
-/// (175.1 µs) and `cldemote` helped less (142.2 µs).
+/// invalidate them. On the 16-core H200 host (`frames` bench, `chunks` section,
+/// p50), `download_into` of 1 MiB took 26-27 µs back to back and 43-47 µs when
+/// the caller had read each result. `download`'s copy-out reads every line of the
+/// window, so back to back each next download paid that. In one run, two builds
+/// alternating, twice each (`download` with 16 threads into one reused destination,
+/// no other transfer in between):
+///
+/// | bytes | plain copy-out | flushing copy-out |
+/// |---:|---:|---:|
+/// | 1 MiB | 43.5, 42.3 µs | 37.4, 37.3 µs |
+/// | 2 MiB | 76.6, 74.6 µs | 67.6, 67.7 µs |
+/// | 4915200 | 176.6, 174.4 µs | 138.0, 121.4 µs |
+///
+/// The flush costs more than it saves when the lines had left the caches anyway
+/// or few threads copy: in the same run, the same downloads interleaved with nine
+/// other buffers' took 114.5-115.4 µs plain against 130.3-155.8 µs flushing at
+/// 4915200 B, and one download of 150528 B after a 2 ms sleep 28.9-32.0 µs
+/// against 38.7-38.8 µs. Hence only back to back. (`prefetchnta` reads changed
+/// nothing, `cldemote` helped less than the flush.)
 ///
 /// # Safety
 /// 1. As [`copy`].

@@ -35,8 +35,13 @@ pub(crate) struct Arrivals {
 /// From this many transfers in one burst, transfers come back to back (a tight
 /// loop rather than a frame's upload and download): they are worth waking parked
 /// helpers for (the first ones pay the wake-up, those after it find them
-/// spinning), and a download's copy-out flushes what it read (see `copy.rs`).
+/// spinning).
 const BACK_TO_BACK_TRANSFERS: u32 = 3;
+
+/// From this many transfers in one burst, a buffer runs in a tight loop (not a
+/// frame's few transfers), and a pipelined download's copy-out flushes what it read
+/// (see `copy.rs`).
+const TIGHT_LOOP_TRANSFERS: u32 = 8;
 
 impl Arrivals {
     /// A transfer starts at `now`.
@@ -83,6 +88,12 @@ impl Arrivals {
     /// (at least [`BACK_TO_BACK_TRANSFERS`] with gaps under [`BURST_GAP`]).
     pub(crate) fn back_to_back(&self) -> bool {
         self.in_burst >= BACK_TO_BACK_TRANSFERS
+    }
+
+    /// Whether the transfer starting now runs in a tight loop (at least
+    /// [`TIGHT_LOOP_TRANSFERS`] with gaps under [`BURST_GAP`]).
+    pub(crate) fn tight_loop(&self) -> bool {
+        self.in_burst >= TIGHT_LOOP_TRANSFERS
     }
 
     /// The predicted start of the next burst, if the recent gaps repeat.
@@ -188,7 +199,13 @@ mod tests {
         // A third one right after: a tight loop.
         a.start(us(90));
         assert!(a.back_to_back());
+        assert!(!a.tight_loop(), "three transfers are a burst, not a loop");
         a.end(us(120), 150_528);
+        for k in 0..5 {
+            a.start(us(130 + 40 * k));
+            a.end(us(160 + 40 * k), 150_528);
+        }
+        assert!(a.tight_loop(), "eight in a row are a tight loop");
         // After a gap longer than a burst, the count starts over.
         a.start(us(2_120));
         assert!(!a.back_to_back());

@@ -31,9 +31,10 @@ const PARALLEL_PART_MIN_BYTES: usize = 16 << 10;
 pub(crate) struct Copier<'a> {
     pool: Option<&'a Pool>,
     threads: usize,
-    /// Transfers are coming back to back: wake parked helpers whatever the size,
-    /// and flush what a copy-out read (see [`copy_out`]).
+    /// Transfers are coming back to back: wake parked helpers whatever the size.
     back_to_back: bool,
+    /// Copy-outs flush what they read (see [`copy_out`]).
+    flush_copy_out: bool,
 }
 
 impl<'a> Copier<'a> {
@@ -42,16 +43,25 @@ impl<'a> Copier<'a> {
             pool,
             threads: threads.max(1),
             back_to_back: false,
+            flush_copy_out: false,
         }
     }
 
     /// The same, for a transfer that is `back_to_back` with the ones before it:
     /// then every split copy wakes parked helpers (they are spinning for the next
-    /// ones), where otherwise only copies of at least the pool's wake size do, and
-    /// copy-outs flush the pinned lines they read (see [`copy_out`]).
+    /// ones), where otherwise only copies of at least the pool's wake size do.
     pub(crate) fn back_to_back(self, back_to_back: bool) -> Copier<'a> {
         Copier {
             back_to_back,
+            ..self
+        }
+    }
+
+    /// The same, with copy-outs that flush the pinned lines they read when `flush`
+    /// (see [`copy_out`] for when that pays).
+    pub(crate) fn flushing(self, flush: bool) -> Copier<'a> {
+        Copier {
+            flush_copy_out: flush,
             ..self
         }
     }
@@ -76,10 +86,10 @@ impl<'a> Copier<'a> {
     }
 
     /// Copies `src`, pinned memory a DMA just filled, into `dst` (equal lengths; a
-    /// shorter one bounds the copy); back to back, flushing what it read (see
-    /// [`copy_out`]).
+    /// shorter one bounds the copy), flushing what it read when so configured
+    /// ([`Copier::flushing`]).
     pub(crate) fn copy_out(&self, dst: &mut [u8], src: &[u8]) {
-        let kind = if self.back_to_back {
+        let kind = if self.flush_copy_out {
             CopyKind::OutOfPinned
         } else {
             CopyKind::Plain
@@ -206,7 +216,8 @@ pub(crate) fn streams(bytes: usize) -> bool {
 /// Copies `len` bytes out of pinned memory that the DMA engine writes again next
 /// time, and flushes each source line from the CPU caches after copying it
 /// (`clflushopt`, where the CPU has it; a plain copy elsewhere). Used only for
-/// transfers that come back to back ([`Copier::back_to_back`]).
+/// pipelined downloads that fit the pinned window, in a tight loop
+/// ([`Copier::flushing`]).
 ///
 /// A DMA into host lines the CPU still caches is slow: the device's writes must
 /// invalidate them. On the 16-core H200 host (`frames` bench, `chunks` section,
@@ -226,8 +237,14 @@ pub(crate) fn streams(bytes: usize) -> bool {
 /// or few threads copy: in the same run, the same downloads interleaved with nine
 /// other buffers' took 114.5-115.4 µs plain against 130.3-155.8 µs flushing at
 /// 4915200 B, and one download of 150528 B after a 2 ms sleep 28.9-32.0 µs
-/// against 38.7-38.8 µs. Hence only back to back. (`prefetchnta` reads changed
-/// nothing, `cldemote` helped less than the flush.)
+/// against 38.7-38.8 µs. Flushing every copy-out of three or more transfers in a
+/// row (the full bench at a0f175b) slowed back-to-back downloads of 4 to 64 KiB
+/// (32 KiB: 14.8 µs against 10.8 µs at 4fe1619), of 16 MiB (551 against 476 µs)
+/// and 32 MiB (1599 against 738 µs), where the copy-out of the reused window
+/// slots, not the DMA, is the bottleneck, while 1 to 8 MiB gained (4 MiB: 121
+/// against 187 µs). Hence only pipelined downloads that fit the window, in a
+/// tight loop. (`prefetchnta` reads changed nothing, `cldemote` helped less than
+/// the flush.)
 ///
 /// # Safety
 /// 1. As [`copy`].

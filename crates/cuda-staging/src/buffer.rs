@@ -424,6 +424,8 @@ impl StagingBuffer {
     /// At least `n` pipeline events of `ctx` (kept per context, so a buffer that
     /// switches between GPUs does not re-create them), counting those created.
     fn ensure_events(&mut self, n: usize, ctx: &Context) -> Result<()> {
+        // Counted in the closure rather than from `ensure`'s answer, so events
+        // made before a failed creation are counted too.
         let mut created = 0;
         let r = self.events.ensure(ctx, n.min(MAX_SLOTS), |ctx| {
             cuda_core::Event::new(ctx).inspect(|_| created += 1)

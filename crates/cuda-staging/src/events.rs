@@ -1,7 +1,8 @@
 //! The pipeline's events, kept per context: a [`crate::StagingBuffer`] that one
 //! thread drives on several GPUs (device 0, then device 1, then device 0 ...) keeps
 //! the events of each of the last [`EVENT_CONTEXTS`] contexts it used, so switching
-//! devices creates no events. An event belongs to one context and can be recorded
+//! among that many devices creates no events (cycling through more re-creates
+//! them). An event belongs to one context and can be recorded
 //! only on that context's streams, so one set per context is needed; the pinned
 //! memory itself is portable (`CU_MEMHOSTALLOC_PORTABLE`) and is shared by all.
 

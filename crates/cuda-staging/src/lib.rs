@@ -73,6 +73,11 @@
 //! core; 4.7 MB frames: 7 helpers, about 15% of one core), plus a scheduler thread
 //! that wakes every millisecond while predictions are live. Nothing is woken for
 //! transfers that copy nothing (`upload_with`, `download_into`) or have no rhythm.
+//! A buffer called in a tight loop (its third transfer or later with gaps under
+//! 200 µs) wakes parked helpers for every split copy, and they spin 200 µs past
+//! its last transfer; from the eighth transfer in a row, a pipelined download's
+//! copy-out also flushes the pinned lines it read, so the next DMA into them does
+//! not have to invalidate them in the CPU caches.
 //! [`StagingBuffer::set_low_latency`] keeps the helpers spinning between
 //! transfers instead: **one core per helper, continuously**, while transfers keep
 //! coming at least every 100 ms.
@@ -93,7 +98,9 @@
 //! context ([`cuda_core::Error::ContextMismatch`] otherwise). One buffer may serve
 //! several GPUs in turn: its pinned memory is portable (every context DMAs from
 //! it), and it keeps the pipeline events of the last four contexts it used, so
-//! switching devices re-pins nothing and creates no events
+//! switching among up to four devices re-pins nothing and creates no events (a
+//! buffer cycling through more re-creates the events of the one it returns to;
+//! give each group of four GPUs a buffer of its own)
 //! ([`StagingStats::event_creations`]). Every DMA goes through
 //! `cuda-core`'s tracked stream operations, so no pinned memory is reused or freed
 //! while a copy still uses it (see `cuda_core`'s crate docs).

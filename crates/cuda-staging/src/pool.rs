@@ -16,8 +16,9 @@
 //!   thread wakes that many workers shortly before, and buffers in low-latency mode
 //!   keep theirs spinning (see `schedule.rs`).
 //! - **Never waiting for a cold worker:** a parked worker is enlisted only for copies
-//!   of at least [`WAKE_MIN_BYTES`] (at most two directly; each that wakes to find
-//!   work left brings one more); otherwise the publisher copies the parts itself.
+//!   of at least [`WAKE_MIN_BYTES`] or of a buffer called back to back (at most two
+//!   directly; each that wakes to find work left brings one more); otherwise the
+//!   publisher copies the parts itself, and never waits for a worker to wake.
 //!
 //! Nothing allocates and no thread starts per transfer.
 
@@ -96,6 +97,7 @@ struct WorkerState {
 }
 
 impl WorkerState {
+    /// Unparks the worker's thread (once it has started).
     fn unpark(&self) {
         if let Some(t) = self.thread.get() {
             t.unpark();
@@ -197,9 +199,7 @@ impl Pool {
     pub(crate) fn stop(&self, handles: Vec<JoinHandle<()>>) {
         self.shutdown.store(true, Ordering::SeqCst);
         for w in self.workers.iter() {
-            if let Some(t) = w.thread.get() {
-                t.unpark();
-            }
+            w.unpark();
         }
         if let Some(t) = self.scheduler.get() {
             t.unpark();
@@ -316,8 +316,15 @@ impl Pool {
             if count == 0 {
                 return;
             }
-            if w.mailbox.is_sleeping() && matches!(w.mailbox.offer(j), Offer::Taken { .. }) {
-                w.unpark();
+            if !w.mailbox.is_sleeping() {
+                continue;
+            }
+            if let Offer::Taken { parked } = w.mailbox.offer(j) {
+                // A worker that woke in between finds the mail itself; unparking it
+                // would only leave a stale token that cuts its next park short.
+                if parked {
+                    w.unpark();
+                }
                 count -= 1;
             }
         }
@@ -365,7 +372,10 @@ impl Pool {
             last_work = self.now_ns();
             if let Some(j) = me.mailbox.take() {
                 if self.jobs[j].has_unclaimed() {
-                    // Woken for a large copy: bring one more helper along.
+                    // Enlisted while parked (or just before parking) and work is
+                    // left: bring one more helper along. A small copy offered to a
+                    // worker just as it went to sleep can start this chain too;
+                    // the publisher never waits for it.
                     self.wake_for(j, 1);
                 }
             }
@@ -491,6 +501,66 @@ mod tests {
                     });
                 }
             });
+        });
+    }
+
+    /// Polls `f` for up to two seconds.
+    fn eventually(what: &str, f: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !f() {
+            assert!(
+                start.elapsed() < Duration::from_secs(2),
+                "timed out: {what}"
+            );
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+
+    #[test]
+    fn parked_workers_wake_for_back_to_back_copies_and_not_for_small_ones() {
+        with_pool(3, |pool| {
+            let wakes = || {
+                pool.workers
+                    .iter()
+                    .map(|w| w.wakes.load(Ordering::Relaxed))
+                    .sum::<u64>()
+            };
+            let src: Vec<u8> = (0..(64usize << 10)).map(|i| (i * 5) as u8).collect();
+            eventually("all parked", || pool.awake() == 0);
+            let before = wakes();
+            let mut dst = vec![0u8; src.len()];
+            // SAFETY: distinct Vecs of equal length.
+            unsafe {
+                pool.copy(
+                    dst.as_mut_ptr(),
+                    src.as_ptr(),
+                    src.len(),
+                    CopyKind::Plain,
+                    4,
+                    false,
+                )
+            };
+            assert_eq!(dst, src);
+            std::thread::sleep(SPIN * 3);
+            assert_eq!(wakes(), before, "a 64 KiB copy woke a parked worker");
+            let mut dst = vec![0u8; src.len()];
+            // SAFETY: as above.
+            unsafe {
+                pool.copy(
+                    dst.as_mut_ptr(),
+                    src.as_ptr(),
+                    src.len(),
+                    CopyKind::Plain,
+                    4,
+                    true,
+                )
+            };
+            assert_eq!(dst, src);
+            eventually("a back-to-back copy wakes a worker", || wakes() > before);
+            eventually("parked again", || pool.awake() == 0);
+            for (i, w) in pool.workers.iter().enumerate() {
+                assert_eq!(w.mailbox.take(), None, "worker {i} parked holding mail");
+            }
         });
     }
 

@@ -1,7 +1,8 @@
 //! A worker's mailbox: how a publisher enlists one particular worker for its job.
 //!
-//! Each worker watches only its own mailbox (its own cache line), so a publication
-//! moves one line per helper it enlists, between the publisher and that helper.
+//! Each worker watches only its own mailbox (in the worker's own 128-byte state,
+//! which otherwise only the scheduler writes, rarely), so a publication moves one
+//! line per helper it enlists, between the publisher and that helper.
 //! Workers that were not asked read nothing another core writes. (When every
 //! spinning worker watched a shared "jobs published" word and fought for seats in
 //! the job, back-to-back 150528 B uploads on the 16-core H200 host took 22.9 µs
@@ -22,11 +23,16 @@
 //!    first, the offer sees bit 0 and unparks it. No offer is lost in a parked
 //!    worker.
 //!
+//! The scheduler's "stay awake until" (`hot_until`, in the pool) lives in another
+//! word, so that hand-over is the store-load pattern: the scheduler stores it and
+//! fences before it reads bit 0; the worker fences after setting bit 0 and before
+//! reading `hot_until`.
+//!
 //! Mail only admits: the job's parts are still claimed through the job's own word
 //! (`job.rs`), so a helper that arrives late finds nothing left, and a publisher
 //! never waits for a helper that did not start.
 
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{fence, AtomicU32, Ordering};
 
 /// Bit 0 of the word: the worker parks (or is about to).
 const SLEEPING: u32 = 1;
@@ -47,6 +53,7 @@ pub(crate) enum Offer {
 }
 
 impl Mailbox {
+    /// An empty mailbox of a running worker.
     pub(crate) fn new() -> Mailbox {
         Mailbox {
             word: AtomicU32::new(0),
@@ -101,10 +108,15 @@ impl Mailbox {
     /// may park; `false` when it must look at its mail first. Either way it calls
     /// [`Mailbox::woke`] once it runs again.
     pub(crate) fn announce_sleep(&self) -> bool {
-        // SeqCst: the worker reads the scheduler's `hot_until` after this.
-        self.word
+        let parks = self
+            .word
             .compare_exchange(0, SLEEPING, Ordering::SeqCst, Ordering::Acquire)
-            .is_ok()
+            .is_ok();
+        // The worker reads the scheduler's `hot_until` next; the scheduler stores it,
+        // fences, then reads this word ([`Mailbox::is_sleeping`]). With a fence on
+        // both sides one of them sees the other (loom checks it, below).
+        fence(Ordering::SeqCst);
+        parks
     }
 
     /// The worker runs again after [`Mailbox::announce_sleep`].
@@ -150,6 +162,42 @@ mod loom_tests {
             assert_eq!(worker.join().unwrap(), 3);
             assert_eq!(mb.offer(1), Offer::Taken { parked: false });
             assert_eq!(mb.offer(2), Offer::Busy, "one job at a time");
+        });
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_heat_tests {
+    use super::*;
+    use crate::sync::AtomicU64;
+    use loom::sync::Arc;
+
+    /// The scheduler keeps a worker awake (`hot_until`, as `schedule.rs`'s `heat`)
+    /// while the worker goes to park (as the pool's worker loop): the worker either
+    /// sees the heat and stays up, or is unparked; never parked for good.
+    #[test]
+    fn loom_heat_reaches_a_parking_worker() {
+        loom::model(|| {
+            let mb = Arc::new(Mailbox::new());
+            let hot = Arc::new(AtomicU64::new(0));
+            let worker = {
+                let (mb, hot) = (Arc::clone(&mb), Arc::clone(&hot));
+                loom::thread::spawn(move || loop {
+                    if hot.load(Ordering::SeqCst) != 0 {
+                        return;
+                    }
+                    if mb.announce_sleep() && hot.load(Ordering::SeqCst) == 0 {
+                        loom::thread::park();
+                    }
+                    mb.woke();
+                })
+            };
+            hot.fetch_max(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            if mb.is_sleeping() {
+                worker.thread().unpark();
+            }
+            worker.join().unwrap();
         });
     }
 }

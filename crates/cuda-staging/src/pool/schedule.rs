@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Pool;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 
 /// How long before a predicted transfer the scheduler wakes its helpers.
 pub(crate) const LEAD: Duration = Duration::from_micros(300);
@@ -139,10 +139,11 @@ impl Pool {
         for k in 0..helpers.min(n) {
             let w = &self.workers[(base + k) % n];
             w.hot_until.fetch_max(until, Ordering::SeqCst);
+            // Pairs with the fence in `Mailbox::announce_sleep`: either the worker
+            // sees `hot_until`, or this sees it parking (see `mailbox.rs`).
+            fence(Ordering::SeqCst);
             if w.mailbox.is_sleeping() {
-                if let Some(t) = w.thread.get() {
-                    t.unpark();
-                }
+                w.unpark();
             }
         }
     }

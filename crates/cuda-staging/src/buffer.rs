@@ -318,11 +318,10 @@ impl StagingBuffer {
             PIPELINE_WINDOW_BYTES
         };
         self.grow(want, PIPELINE_WINDOW_BYTES, ctx)?;
-        let pool = self.pool();
+        let copier = self.copier();
         // No copy thread awake: cut mid-size uploads in two (see `Plan`).
-        let cold = pool.is_none_or(|p| p.awake() == 0);
+        let cold = !copier.helpers_awake();
         let plan = Plan::new(bytes, self.capacity(), self.chunk_bytes, direction, cold);
-        let back_to_back = self.arrivals.back_to_back();
         // Flush what the copy-out read only where it measured faster: a pipelined
         // download that fits the window, in a tight loop (see `copy_out`).
         let flush = self.arrivals.tight_loop()
@@ -333,18 +332,13 @@ impl StagingBuffer {
             self.ensure_events(plan.slots, ctx)?;
         }
         let StagingBuffer {
-            capacity,
-            events,
-            copy_threads,
-            ..
+            capacity, events, ..
         } = self;
         let stage = Stage {
             window: capacity.buffer(plan.slots * plan.chunk_bytes)?,
             events: events.current(),
             stream,
-            copier: Copier::new(pool.map(|p| &**p), *copy_threads)
-                .back_to_back(back_to_back)
-                .flushing(flush),
+            copier: copier.flushing(flush),
             plan,
         };
         let r = match leg {
@@ -359,15 +353,6 @@ impl StagingBuffer {
         r
     }
 
-    /// The process-wide copy pool, when this buffer uses helpers.
-    fn pool(&self) -> Option<&'static std::sync::Arc<pool::Pool>> {
-        if self.copy_threads > 1 {
-            pool::global()
-        } else {
-            None
-        }
-    }
-
     /// Before a transfer: note when it started (for predictions).
     pub(crate) fn begin_transfer(&mut self) {
         self.arrivals.start(Instant::now());
@@ -375,8 +360,7 @@ impl StagingBuffer {
 
     /// How this buffer's host copies run.
     pub(crate) fn copier(&self) -> Copier<'static> {
-        Copier::new(self.pool().map(|p| &**p), self.copy_threads)
-            .back_to_back(self.arrivals.back_to_back())
+        Copier::with_threads(self.copy_threads).back_to_back(self.arrivals.back_to_back())
     }
 
     /// After a transfer: note when it ended and tell the pool when the next one is

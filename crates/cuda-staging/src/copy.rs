@@ -39,14 +39,27 @@ pub(crate) struct Copier<'a> {
     flush_copy_out: bool,
 }
 
-impl<'a> Copier<'a> {
-    pub(crate) fn new(pool: Option<&'a Pool>, threads: usize) -> Copier<'a> {
+impl Copier<'static> {
+    /// Copies on up to `threads` threads: with the process-wide pool when more than
+    /// one, else on the calling thread alone.
+    pub(crate) fn with_threads(threads: usize) -> Copier<'static> {
         Copier {
-            pool,
+            pool: if threads > 1 {
+                crate::pool::global().map(|p| &**p)
+            } else {
+                None
+            },
             threads: threads.max(1),
             back_to_back: false,
             flush_copy_out: false,
         }
+    }
+}
+
+impl<'a> Copier<'a> {
+    /// Whether a helper thread is awake to take part of a copy now.
+    pub(crate) fn helpers_awake(&self) -> bool {
+        self.pool.is_some_and(|p| p.awake() > 0)
     }
 
     /// The same, for a transfer that is `back_to_back` with the ones before it:

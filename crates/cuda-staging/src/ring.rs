@@ -26,7 +26,6 @@ use crate::buffer::default_copy_threads;
 use crate::capacity::grow_capacity;
 use crate::copy::{streams, Copier};
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
-use crate::pool;
 use crate::StagingPod;
 
 /// Slots of [`StagingRing::new`]: one in flight, one being filled, one spare.
@@ -264,14 +263,7 @@ impl StagingRing {
         src: &[T],
         stream: &Stream,
     ) -> Result<()> {
-        let copier = Copier::new(
-            if self.copy_threads > 1 {
-                pool::global().map(|p| &**p)
-            } else {
-                None
-            },
-            self.copy_threads,
-        );
+        let copier = Copier::with_threads(self.copy_threads);
         self.filled_upload(
             "StagingRing::upload",
             dst,

@@ -281,25 +281,18 @@ pub(crate) unsafe fn copy_out(dst: *mut u8, src: *const u8, len: usize) {
 /// Whether the CPU has `clflushopt` (CPUID leaf 7, EBX bit 23), asked once.
 #[cfg(target_arch = "x86_64")]
 fn has_clflushopt() -> bool {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    // 0: not asked yet, 1: no, 2: yes.
-    static HAS: AtomicU8 = AtomicU8::new(0);
-    match HAS.load(Ordering::Relaxed) {
-        0 => {
-            // Leaf 0 reports the highest leaf; ask leaf 7 only when it exists. The
-            // intrinsics are safe functions from Rust 1.94 on and `unsafe` ones
-            // before (the workspace builds from 1.88), hence the allowed block.
-            #[allow(unused_unsafe)]
-            // SAFETY: every x86-64 CPU has the CPUID instruction.
-            let yes = unsafe {
-                std::arch::x86_64::__cpuid(0).eax >= 7
-                    && std::arch::x86_64::__cpuid_count(7, 0).ebx & (1 << 23) != 0
-            };
-            HAS.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
-            yes
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        // Leaf 0 reports the highest leaf; ask leaf 7 only when it exists. The
+        // intrinsics are safe functions from Rust 1.94 on and `unsafe` ones before
+        // (the workspace builds from 1.88), hence the allowed block.
+        #[allow(unused_unsafe)]
+        // SAFETY: every x86-64 CPU has the CPUID instruction.
+        unsafe {
+            std::arch::x86_64::__cpuid(0).eax >= 7
+                && std::arch::x86_64::__cpuid_count(7, 0).ebx & (1 << 23) != 0
         }
-        v => v == 2,
-    }
+    })
 }
 
 /// [`copy_out`] on x86-64: copies 4 KiB at a time, then flushes every cache line of

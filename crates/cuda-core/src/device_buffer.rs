@@ -142,50 +142,26 @@ impl<T: Pod> DeviceBuffer<T> {
     /// A read-only view of elements `range`, for queued copies from part of the
     /// buffer. [`Error::OutOfRange`] when `range` does not fit.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
-        let r = checked_range("DeviceBuffer::slice", range, self.len)?;
-        Ok(DeviceView {
-            ptr: elem_ptr::<T>(self.ptr, r.start),
-            len: r.len(),
-            ctx: &self.ctx,
-            tracker: &self.tracker,
-            _marker: PhantomData,
-        })
+        DeviceView::new(self.ptr, self.len, &self.ctx, &self.tracker)
+            .part("DeviceBuffer::slice", range)
     }
 
     /// A writable view of elements `range`, for queued copies into part of the
     /// buffer. [`Error::OutOfRange`] when `range` does not fit.
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
-        let r = checked_range("DeviceBuffer::slice_mut", range, self.len)?;
-        Ok(DeviceViewMut {
-            ptr: elem_ptr::<T>(self.ptr, r.start),
-            len: r.len(),
-            ctx: &self.ctx,
-            tracker: &self.tracker,
-            _marker: PhantomData,
-        })
+        DeviceViewMut::new(self.ptr, self.len, &self.ctx, &self.tracker)
+            .into_part("DeviceBuffer::slice_mut", range)
     }
 
     /// The whole buffer as bytes, read-only (the same memory and record of queued
     /// work), for copies that cut it at byte offsets.
     pub fn as_bytes(&self) -> DeviceView<'_, u8> {
-        DeviceView {
-            ptr: self.ptr,
-            len: self.byte_len(),
-            ctx: &self.ctx,
-            tracker: &self.tracker,
-            _marker: PhantomData,
-        }
+        DeviceView::new(self.ptr, self.byte_len(), &self.ctx, &self.tracker)
     }
 
     /// The whole buffer as bytes, writable. Any bytes make valid elements (`T: Pod`).
     pub fn as_bytes_mut(&mut self) -> DeviceViewMut<'_, u8> {
-        DeviceViewMut {
-            ptr: self.ptr,
-            len: self.byte_len(),
-            ctx: &self.ctx,
-            tracker: &self.tracker,
-            _marker: PhantomData,
-        }
+        DeviceViewMut::new(self.ptr, self.byte_len(), &self.ctx, &self.tracker)
     }
 
     /// Copies all of `src` to the device through the driver's pageable path
@@ -332,14 +308,8 @@ macro_rules! device_view_common {
             }
 
             fn view(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
-                let r = checked_range(concat!(stringify!($ty), "::slice"), range, self.len)?;
-                Ok(DeviceView {
-                    ptr: elem_ptr::<T>(self.ptr, r.start),
-                    len: r.len(),
-                    ctx: self.ctx,
-                    tracker: self.tracker,
-                    _marker: PhantomData,
-                })
+                DeviceView::new(self.ptr, self.len, self.ctx, self.tracker)
+                    .part(concat!(stringify!($ty), "::slice"), range)
             }
         }
 
@@ -381,6 +351,29 @@ impl<T: Pod> Copy for DeviceView<'_, T> {}
 device_view_common!(DeviceViewMut);
 
 impl<'a, T: Pod> DeviceView<'a, T> {
+    /// The `len` elements at `ptr`, whose queued work `tracker` records.
+    fn new(ptr: CUdeviceptr, len: usize, ctx: &'a Context, tracker: &'a Tracker) -> Self {
+        DeviceView {
+            ptr,
+            len,
+            ctx,
+            tracker,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Elements `range` of this view; [`Error::OutOfRange`] naming `op` when it
+    /// does not fit.
+    fn part(self, op: &'static str, range: impl RangeBounds<usize>) -> Result<Self> {
+        let r = checked_range(op, range, self.len)?;
+        Ok(DeviceView::new(
+            elem_ptr::<T>(self.ptr, r.start),
+            r.len(),
+            self.ctx,
+            self.tracker,
+        ))
+    }
+
     /// The same as [`DeviceView::slice`], for as long as the buffer is borrowed
     /// rather than this view.
     pub fn subview(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
@@ -389,28 +382,38 @@ impl<'a, T: Pod> DeviceView<'a, T> {
 }
 
 impl<'a, T: Pod> DeviceViewMut<'a, T> {
+    /// The `len` elements at `ptr`, whose queued work `tracker` records.
+    fn new(ptr: CUdeviceptr, len: usize, ctx: &'a Context, tracker: &'a Tracker) -> Self {
+        DeviceViewMut {
+            ptr,
+            len,
+            ctx,
+            tracker,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Elements `range` of this view, taking its place; [`Error::OutOfRange`]
+    /// naming `op` when it does not fit.
+    fn into_part(self, op: &'static str, range: impl RangeBounds<usize>) -> Result<Self> {
+        let r = checked_range(op, range, self.len)?;
+        Ok(DeviceViewMut::new(
+            elem_ptr::<T>(self.ptr, r.start),
+            r.len(),
+            self.ctx,
+            self.tracker,
+        ))
+    }
+
     /// Elements `range` of this view, writable, taking the view's place.
     pub fn into_slice_mut(self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'a, T>> {
-        let r = checked_range("DeviceViewMut::into_slice_mut", range, self.len)?;
-        Ok(DeviceViewMut {
-            ptr: elem_ptr::<T>(self.ptr, r.start),
-            len: r.len(),
-            ctx: self.ctx,
-            tracker: self.tracker,
-            _marker: PhantomData,
-        })
+        self.into_part("DeviceViewMut::into_slice_mut", range)
     }
 
     /// A writable view of elements `range` of this view.
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
-        let r = checked_range("DeviceViewMut::slice_mut", range, self.len)?;
-        Ok(DeviceViewMut {
-            ptr: elem_ptr::<T>(self.ptr, r.start),
-            len: r.len(),
-            ctx: self.ctx,
-            tracker: self.tracker,
-            _marker: PhantomData,
-        })
+        DeviceViewMut::new(self.ptr, self.len, self.ctx, self.tracker)
+            .into_part("DeviceViewMut::slice_mut", range)
     }
 }
 

@@ -234,13 +234,7 @@ fn run_phase(
                 s.spawn(move || pipeline_thread(ctx, column, seed, settings, barrier))
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("the thread panicked".to_string()))
-            })
-            .collect()
+        crate::join_all(handles)
     });
     let mut samples = Vec::new();
     let (mut start, mut end) = (None::<Instant>, None::<Instant>);

@@ -298,6 +298,20 @@ impl RunMode {
     }
 }
 
+/// Joins threads of a `std::thread::scope`, each returning its own result; a
+/// thread that panicked gives an error instead.
+pub fn join_all<T>(
+    handles: Vec<std::thread::ScopedJoinHandle<'_, Result<T, String>>>,
+) -> Vec<Result<T, String>> {
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("the thread panicked".to_string()))
+        })
+        .collect()
+}
+
 /// Prints `what: error` to stderr and exits with status 1 (no panic, no backtrace).
 pub fn exit_on_error<T, E: Display>(what: &str, r: Result<T, E>) -> T {
     match r {

@@ -352,13 +352,7 @@ fn run_cell(lanes: &mut [Lane], cell: Cell, time: Duration) -> Result<ScalingRec
                 s.spawn(move || lane_cell(lane, cell, time, together))
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("the thread panicked".to_string()))
-            })
-            .collect()
+        crate::join_all(handles)
     });
     let (mut start, mut end, mut transfers) = (None::<Instant>, None::<Instant>, 0u64);
     for (ordinal, run) in runs.into_iter().enumerate() {

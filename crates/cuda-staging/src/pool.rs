@@ -121,6 +121,15 @@ pub(crate) struct Pool {
 /// Workers of the process-wide pool: one fewer than the cores, at most 15, so with
 /// the scheduler the pool never has more threads than cores. 0 on a one-core
 /// machine, where no pool starts and every copy runs on its caller's thread.
+///
+/// Why at most 15 on larger machines too, measured on the 32-core host of two
+/// H200s: a pool of 31 workers took two GPUs' concurrent 4915200-byte `download`s
+/// from 33-38 to 52-54 GB/s in all (interleaved A/B, two rounds; uploads unchanged),
+/// but in a full `cargo xtask bench` run with it two GPUs' 64 MiB `upload`s moved
+/// 36.4 GB/s, less than one GPU's 40.6, with up to 34 threads wanting 32 cores
+/// (that run's pageable baselines were also 20-30% slower than an hour before, so
+/// the host shares the blame). Raising the cap waits for a run that tells the two
+/// apart.
 pub fn pool_threads() -> usize {
     std::thread::available_parallelism().map_or(0, |n| n.get().min(16) - 1)
 }

@@ -128,7 +128,7 @@ pub(crate) struct Pool {
 /// but in a full `cargo xtask bench` run with it two GPUs' 64 MiB `upload`s moved
 /// 36.4 GB/s, less than one GPU's 40.6, with up to 34 threads wanting 32 cores
 /// (that run's pageable baselines were also 20-30% slower than an hour before, so
-/// the host shares the blame). Raising the cap waits for a run that tells the two
+/// the host may share the blame). Raising the cap waits for a run that tells the two
 /// apart.
 pub fn pool_threads() -> usize {
     std::thread::available_parallelism().map_or(0, |n| n.get().min(16) - 1)

@@ -322,12 +322,7 @@ impl StagingBuffer {
         // No copy thread awake: cut mid-size uploads in two (see `Plan`).
         let cold = !copier.helpers_awake();
         let plan = Plan::new(bytes, self.capacity(), self.chunk_bytes, direction, cold);
-        // Flush what the copy-out read only where it measured faster: a pipelined
-        // download that fits the window, in a tight loop (see `copy_out`).
-        let flush = self.arrivals.tight_loop()
-            && direction == Direction::DeviceToHost
-            && plan.chunks > 1
-            && !plan.reuses();
+        let flush = plan.flushes_copy_out(direction, self.arrivals.tight_loop());
         if plan.chunks > 1 {
             self.ensure_events(plan.slots, ctx)?;
         }

@@ -250,7 +250,7 @@ pub(crate) fn streams(bytes: usize) -> bool {
 /// Copies `len` bytes out of pinned memory that the DMA engine writes again next
 /// time, and flushes each source line from the CPU caches after copying it
 /// (`clflushopt`, where the CPU has it; a plain copy elsewhere). Used only for
-/// pipelined downloads that fit the pinned window, in a tight loop
+/// pipelined downloads under 8 MiB that fit the pinned window, in a tight loop
 /// ([`Copier::flushing`]).
 ///
 /// A DMA into host lines the CPU still caches is slow: the device's writes must
@@ -277,8 +277,9 @@ pub(crate) fn streams(bytes: usize) -> bool {
 /// and 32 MiB (1599 against 738 µs), where the copy-out of the reused window
 /// slots, not the DMA, is the bottleneck, while 1 to 8 MiB gained (4 MiB: 121
 /// against 187 µs). Hence only pipelined downloads that fit the window, in a
-/// tight loop. (`prefetchnta` reads changed nothing, `cldemote` helped less than
-/// the flush.)
+/// tight loop, and under 8 MiB, where the copy-out runs on fewer threads and the
+/// flush slowed 16 MiB from 354 to 531 µs (`Plan::flushes_copy_out`).
+/// (`prefetchnta` reads changed nothing, `cldemote` helped less than the flush.)
 ///
 /// # Safety
 /// 1. As [`copy`].

@@ -71,6 +71,26 @@ impl Plan {
         self.chunks > self.slots
     }
 
+    /// Whether the copy-out of this transfer flushes the pinned lines it read (see
+    /// `copy::copy_out`): only where that measured faster, a pipelined download
+    /// that fits the window, under [`LARGE_DOWNLOAD_BYTES`], in a tight loop.
+    ///
+    /// From [`LARGE_DOWNLOAD_BYTES`] the copy-out runs on
+    /// [`LARGE_DOWNLOAD_THREADS`] threads, and there the flush costs the copy more
+    /// than it saves the DMA. On the 16-core H200 host (`download`, back to back,
+    /// variants interleaved, two runs, p50): 8 MiB took 284 and 299 µs flushing
+    /// against 247 and 286 µs not, 16 MiB 531 and 709 µs against 354 and 435 µs
+    /// (`download_into`: 160 and 311 µs). Below it, with 16 threads, flushing won
+    /// at every size: 1 MiB 44.0 against 50.5 µs, 2 MiB 74.5 against 87.5,
+    /// 4915200 B 133.9 against 193.5.
+    pub(crate) fn flushes_copy_out(&self, direction: Direction, tight_loop: bool) -> bool {
+        tight_loop
+            && direction == Direction::DeviceToHost
+            && self.chunks > 1
+            && !self.reuses()
+            && self.bytes < LARGE_DOWNLOAD_BYTES
+    }
+
     /// (offset, length, slot) of chunk `k`.
     pub(crate) fn chunk(&self, k: usize) -> (usize, usize, usize) {
         let off = k * self.chunk_bytes;
@@ -272,6 +292,35 @@ mod tests {
             Plan::new(1 << 20, 1 << 20, 0, Direction::HostToDevice, false).chunks,
             1
         );
+    }
+
+    #[test]
+    fn only_tight_loops_of_mid_size_pipelined_downloads_flush_their_copy_out() {
+        let d2h = Direction::DeviceToHost;
+        let plan = |bytes, window| Plan::new(bytes, window, 0, d2h, false);
+        for bytes in [1 << 20, 2 << 20, 4_915_200, (8 << 20) - 4096] {
+            let p = plan(bytes, PIPELINE_WINDOW_BYTES);
+            assert!(p.flushes_copy_out(d2h, true), "{p:?}");
+            assert!(
+                !p.flushes_copy_out(d2h, false),
+                "not in a tight loop: {p:?}"
+            );
+            assert!(
+                !p.flushes_copy_out(Direction::HostToDevice, true),
+                "uploads never: {p:?}"
+            );
+        }
+        // From 8 MiB the copy-out runs on fewer threads and the flush loses.
+        for bytes in [8 << 20, 16 << 20] {
+            let p = plan(bytes, bytes);
+            assert!(p.chunks > 1 && !p.reuses(), "{p:?}");
+            assert!(!p.flushes_copy_out(d2h, true), "{p:?}");
+        }
+        // One piece, or slots reused within the transfer: no flush either.
+        assert!(!plan(512 << 10, 512 << 10).flushes_copy_out(d2h, true));
+        let reused = plan(4 << 20, 1 << 20);
+        assert!(reused.reuses(), "{reused:?}");
+        assert!(!reused.flushes_copy_out(d2h, true));
     }
 
     #[test]

@@ -125,6 +125,7 @@ fn local(args: &Args) -> Result<()> {
         driver_version: info.driver_version,
         date: info.date,
         commit: cargo_util::git_commit(),
+        gpus: Some(info.device_count),
     };
     render::write_docs(&machine, &results, &docs_dir(args))
 }
@@ -216,6 +217,7 @@ fn machine_from(results: &Path) -> Result<Machine> {
         driver_version: known(v.driver_version),
         date: known(v.date),
         commit,
+        gpus: v.device_count,
     })
 }
 

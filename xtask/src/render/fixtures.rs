@@ -59,6 +59,7 @@ pub fn machine() -> Machine {
         host: "Intel(R) Xeon(R) Processor, 16 cores, 1 GPU".into(),
         date: "2026-01-02".into(),
         commit: "abc1234".into(),
+        gpus: Some(1),
     }
 }
 

@@ -48,6 +48,8 @@ pub struct Machine {
     pub date: String,
     /// The commit measured (`git rev-parse --short HEAD`, `-dirty` with changes).
     pub commit: String,
+    /// The GPUs the machine showed, where recorded.
+    pub gpus: Option<usize>,
 }
 
 impl Machine {
@@ -120,6 +122,7 @@ pub fn markdown(machine: &Machine, results: &Results) -> String {
     s.push_str("\n## Reading\n\nComputed from the tables above.\n\n");
     s.push_str(&tables::reading(&t));
     s.push_str(&scenario_tables::sections(&results.scenarios));
+    s.push_str(&scaling::not_measured(machine.gpus, &results.scenarios));
     s
 }
 

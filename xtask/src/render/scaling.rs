@@ -89,6 +89,22 @@ pub(super) fn scaling(records: &[ScenarioRecord]) -> String {
     section("Multi-GPU scaling", SCALING_NOTE, s)
 }
 
+/// In `docs/measurements.md`, where the frame-loop scenarios ran on a machine of one
+/// GPU: a "Multi-GPU scaling" section that says the table is missing and why, rather
+/// than leaving it out without a word. Empty otherwise.
+pub(super) fn not_measured(gpus: Option<usize>, records: &[ScenarioRecord]) -> String {
+    let one_gpu = gpus.is_some_and(|n| n < 2);
+    if !one_gpu || records.is_empty() || !of(records, SCALING).is_empty() {
+        return String::new();
+    }
+    let n = gpus.unwrap_or(0);
+    format!(
+        "\n## Multi-GPU scaling\n\nNot measured in this run: the scaling scenario needs two or \
+         more GPUs, and this machine showed {n}. `cargo xtask bench` on a machine with two or \
+         more measures it and adds the table here.\n"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +192,21 @@ mod tests {
         let mut other = record("resident", "H2D", 4_915_200, 2, 60.0);
         other.scenario = "sleep-2ms".into();
         assert_eq!(scaling(&[other]), "");
+    }
+
+    #[test]
+    fn a_one_gpu_run_says_why_the_scaling_table_is_missing() {
+        let mut frame = record("resident", "H2D", 4_915_200, 1, 50.0);
+        frame.scenario = "sleep-2ms".into();
+        let note = not_measured(Some(1), std::slice::from_ref(&frame));
+        assert!(note.contains("## Multi-GPU scaling"), "{note}");
+        assert!(note.contains("this machine showed 1."), "{note}");
+        // Nothing to say with scaling records, with two GPUs, with an unknown
+        // count, or when no scenario ran at all.
+        let scaled = record("resident", "H2D", 4_915_200, 1, 50.0);
+        assert_eq!(not_measured(Some(1), &[frame.clone(), scaled]), "");
+        assert_eq!(not_measured(Some(2), std::slice::from_ref(&frame)), "");
+        assert_eq!(not_measured(None, std::slice::from_ref(&frame)), "");
+        assert_eq!(not_measured(Some(1), &[]), "");
     }
 }

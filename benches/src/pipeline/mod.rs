@@ -242,7 +242,28 @@ fn run_pipeline(
         settings.estimated_rest(&stages).as_secs_f64()
     ));
     for column in LoopColumn::ALL {
+        // The ring's bound is timed around its loop (see `stages.rs`).
+        let before = if column == LoopColumn::Ring {
+            Some(w.stage_samples(stages.work, settings.stage_samples)?)
+        } else {
+            None
+        };
         let run = w.run_loop(column, settings.warmup_frames, settings.frames)?;
+        if let Some((mut cpu, mut gpu)) = before {
+            let (after_cpu, after_gpu) = w.stage_samples(stages.work, settings.stage_samples)?;
+            cpu.extend(after_cpu);
+            gpu.extend(after_gpu);
+            let around = stages
+                .around(&mut cpu, &mut gpu)
+                .ok_or_else(|| "stages around the ring: no samples".to_string())?;
+            progress(&format!(
+                "stages timed again before and after the ring: cpu {:.0} us, gpu {:.0} us \
+                 (p50; the ring's ideal)",
+                around.cpu.p50_us(),
+                around.gpu.p50_us()
+            ));
+            results.stages = Some(around);
+        }
         progress(&format!(
             "{}: {:.1} frames/s, p50 {:.0} us, p99 {:.0} us, every frame checked",
             column.name(),

@@ -143,7 +143,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// buffer. [`Error::OutOfRange`] when `range` does not fit.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
         DeviceView::new(self.ptr, self.len, &self.ctx, &self.tracker)
-            .part("DeviceBuffer::slice", range)
+            .into_part("DeviceBuffer::slice", range)
     }
 
     /// A writable view of elements `range`, for queued copies into part of the
@@ -282,6 +282,29 @@ pub struct DeviceViewMut<'a, T: Pod> {
 macro_rules! device_view_common {
     ($ty:ident) => {
         impl<'a, T: Pod> $ty<'a, T> {
+            /// The `len` elements at `ptr`, whose queued work `tracker` records.
+            fn new(ptr: CUdeviceptr, len: usize, ctx: &'a Context, tracker: &'a Tracker) -> Self {
+                $ty {
+                    ptr,
+                    len,
+                    ctx,
+                    tracker,
+                    _marker: PhantomData,
+                }
+            }
+
+            /// Elements `range` of this view, taking its place; [`Error::OutOfRange`]
+            /// naming `op` when it does not fit.
+            fn into_part(self, op: &'static str, range: impl RangeBounds<usize>) -> Result<Self> {
+                let r = checked_range(op, range, self.len)?;
+                Ok($ty::new(
+                    elem_ptr::<T>(self.ptr, r.start),
+                    r.len(),
+                    self.ctx,
+                    self.tracker,
+                ))
+            }
+
             /// Number of elements.
             pub fn len(&self) -> usize {
                 self.len
@@ -309,7 +332,7 @@ macro_rules! device_view_common {
 
             fn view(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
                 DeviceView::new(self.ptr, self.len, self.ctx, self.tracker)
-                    .part(concat!(stringify!($ty), "::slice"), range)
+                    .into_part(concat!(stringify!($ty), "::slice"), range)
             }
         }
 
@@ -351,29 +374,6 @@ impl<T: Pod> Copy for DeviceView<'_, T> {}
 device_view_common!(DeviceViewMut);
 
 impl<'a, T: Pod> DeviceView<'a, T> {
-    /// The `len` elements at `ptr`, whose queued work `tracker` records.
-    fn new(ptr: CUdeviceptr, len: usize, ctx: &'a Context, tracker: &'a Tracker) -> Self {
-        DeviceView {
-            ptr,
-            len,
-            ctx,
-            tracker,
-            _marker: PhantomData,
-        }
-    }
-
-    /// Elements `range` of this view; [`Error::OutOfRange`] naming `op` when it
-    /// does not fit.
-    fn part(self, op: &'static str, range: impl RangeBounds<usize>) -> Result<Self> {
-        let r = checked_range(op, range, self.len)?;
-        Ok(DeviceView::new(
-            elem_ptr::<T>(self.ptr, r.start),
-            r.len(),
-            self.ctx,
-            self.tracker,
-        ))
-    }
-
     /// The same as [`DeviceView::slice`], for as long as the buffer is borrowed
     /// rather than this view.
     pub fn subview(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
@@ -382,29 +382,6 @@ impl<'a, T: Pod> DeviceView<'a, T> {
 }
 
 impl<'a, T: Pod> DeviceViewMut<'a, T> {
-    /// The `len` elements at `ptr`, whose queued work `tracker` records.
-    fn new(ptr: CUdeviceptr, len: usize, ctx: &'a Context, tracker: &'a Tracker) -> Self {
-        DeviceViewMut {
-            ptr,
-            len,
-            ctx,
-            tracker,
-            _marker: PhantomData,
-        }
-    }
-
-    /// Elements `range` of this view, taking its place; [`Error::OutOfRange`]
-    /// naming `op` when it does not fit.
-    fn into_part(self, op: &'static str, range: impl RangeBounds<usize>) -> Result<Self> {
-        let r = checked_range(op, range, self.len)?;
-        Ok(DeviceViewMut::new(
-            elem_ptr::<T>(self.ptr, r.start),
-            r.len(),
-            self.ctx,
-            self.tracker,
-        ))
-    }
-
     /// Elements `range` of this view, writable, taking the view's place.
     pub fn into_slice_mut(self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'a, T>> {
         self.into_part("DeviceViewMut::into_slice_mut", range)

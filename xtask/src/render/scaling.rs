@@ -93,11 +93,12 @@ pub(super) fn scaling(records: &[ScenarioRecord]) -> String {
 /// GPU: a "Multi-GPU scaling" section that says the table is missing and why, rather
 /// than leaving it out without a word. Empty otherwise.
 pub(super) fn not_measured(gpus: Option<usize>, records: &[ScenarioRecord]) -> String {
-    let one_gpu = gpus.is_some_and(|n| n < 2);
-    if !one_gpu || records.is_empty() || !of(records, SCALING).is_empty() {
+    let Some(n) = gpus.filter(|&n| n < 2) else {
+        return String::new();
+    };
+    if records.is_empty() || !of(records, SCALING).is_empty() {
         return String::new();
     }
-    let n = gpus.unwrap_or(0);
     format!(
         "\n## Multi-GPU scaling\n\nNot measured in this run: the scaling scenario needs two or \
          more GPUs, and this machine showed {n}. `cargo xtask bench` on a machine with two or \

@@ -44,6 +44,17 @@ const PARALLEL_MIN_BYTES: usize = 64 << 10;
 /// Each extra copy thread gets at least this much.
 const PARALLEL_PART_MIN_BYTES: usize = 16 << 10;
 
+/// The threads a host copy of `len` bytes is split over when up to `threads` may
+/// take part (the caller included): one below [`PARALLEL_MIN_BYTES`], else one per
+/// [`PARALLEL_PART_MIN_BYTES`], at most `threads`.
+pub(crate) fn copy_parts(len: usize, threads: usize) -> usize {
+    if len < PARALLEL_MIN_BYTES {
+        1
+    } else {
+        (len / PARALLEL_PART_MIN_BYTES).clamp(1, threads.max(1))
+    }
+}
+
 /// How one transfer's host copies run: on the calling thread, or split with the
 /// process-wide pool over up to `threads` threads (the caller included).
 #[derive(Clone, Copy)]
@@ -133,9 +144,9 @@ impl<'a> Copier<'a> {
     /// helpers are allowed, else on the calling thread.
     fn run(&self, dst: &mut [u8], src: &[u8], kind: CopyKind) {
         let len = dst.len().min(src.len());
-        let parts = (len / PARALLEL_PART_MIN_BYTES).min(self.threads);
+        let parts = copy_parts(len, self.threads);
         match self.pool {
-            Some(pool) if len >= PARALLEL_MIN_BYTES && parts > 1 => {
+            Some(pool) if parts > 1 => {
                 // SAFETY: both slices hold `len` bytes; `&mut` and `&` cannot overlap;
                 // the borrows last until the pool returns, every part done.
                 unsafe {

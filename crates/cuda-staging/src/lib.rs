@@ -66,11 +66,12 @@
 //! 200 µs after its last part, then sleeps. So each buffer watches the rhythm of its
 //! transfers, and when the gaps repeat (every frame, or an upload-download pattern)
 //! it tells the pool when the next one is due; the scheduler wakes the helpers it will
-//! want (one per 64 KiB of the frame's largest host copy, at most 7)
-//! 300 µs early, and they spin until the transfer comes, or 500 µs past the
-//! predicted time. **CPU cost of the default:** about 0.35 ms of spinning per helper
-//! per predicted frame (150528-byte frames at 60 fps: 2 helpers, about 4% of one
-//! core; 4.7 MB frames: 7 helpers, about 15% of one core), plus a scheduler thread
+//! want (as many as the frame's largest host copy will use: one per 16 KiB of it
+//! from 64 KiB, the caller included, at most 7) 300 µs early, and they spin until
+//! the transfer comes, or 500 µs past the predicted time. **CPU cost of the
+//! default:** about 0.35 ms of spinning per helper per predicted frame (frames of
+//! 128 KiB and more at 60 fps, such as 150528 B or 4.7 MB: 7 helpers, about 15% of
+//! one core; 64 KiB frames: 3 helpers, about 6%), plus a scheduler thread
 //! that wakes every millisecond while predictions are live. Nothing is woken for
 //! transfers that copy nothing (`upload_with`, `download_into`) or have no rhythm.
 //! A buffer called in a tight loop (its third transfer or later with gaps under

@@ -32,6 +32,13 @@ const PIPELINE_MIN_BYTES: [usize; 2] = [1 << 20, 512 << 10];
 /// overlaps the DMA of the first. After a 2 ms sleep on the 16-core H200 host
 /// (`frame_probe`, p50): 150528 B in 28.5 µs against 33.8 µs in one piece (the
 /// driver's pageable path: 37.7 µs); 64 KiB 24.4 against 26.1 (32.2).
+///
+/// Downloads stay in one piece between frames. Cut in two even halves whenever
+/// they were not back to back, they lost in every gap measured (16-core H200 host,
+/// columns interleaved, p50, halves against one piece): 150528 B 89.9 against
+/// 70.6 µs after a 16 ms sleep, 43.0 against 33.2 after 2 ms, 26.7 against 23.7
+/// when busy for 2 ms; 64 KiB 84.3 against 65.7 after 16 ms. Chunks of 64 KiB
+/// (three for 150528 B) lost too: 95.1 µs after 16 ms.
 const COLD_SPLIT_MIN_BYTES: usize = 64 << 10;
 
 /// How a transfer is cut: `chunks` pieces of `chunk_bytes` (the last may be

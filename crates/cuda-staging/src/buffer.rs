@@ -44,8 +44,8 @@ const HOT_HELPER_BYTES: usize = 64 << 10;
 /// | busy 2 ms | D2H 150528 B | 32.9 (1.43x) | 30.1 (1.56x) | 27.8 (1.69x) |
 ///
 /// All 15 cells measured (64 KiB to 192 KiB, both ways, three gaps) were faster
-/// with one helper per 16 KiB than per 64 KiB but one (busy 2 ms, H2D 196608 B:
-/// 27.2 against 29.1 µs, still ahead).
+/// with one helper per 16 KiB than per 64 KiB; the least, sleep 2 ms, D2H 64 KiB:
+/// 25.8 against 26.5 µs.
 const PREDICTED_HELPERS_MAX: usize = 7;
 
 /// Uploads copy in on at most this many threads. On the 16-core H200 host 16

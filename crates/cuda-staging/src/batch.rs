@@ -23,6 +23,14 @@
 //!   12.0-14.0 µs, the largest as its own copy followed by a batch of the rest
 //!   12.3-13.1 µs, four queued copies 15.2-16.9 µs;
 //! - `download_batch` adds 0.2-0.3 µs to the bare batch.
+//!
+//! CUDA graphs did worse, on another machine start (bare driver calls, p50 of 3000,
+//! four rounds): the largest alone 10.3-10.4 µs, the batch call 14.1-14.4 (1.37x-1.38x),
+//! a graph of the four copies in sequence 16.8-17.1 (1.63x-1.64x), a graph of them
+//! in parallel branches 17.7-17.9 (1.72x), the four copies forked over four streams
+//! without a graph 19.3-19.5 (1.88x), and a graph of the largest copy alone 1.08x
+//! the plain copy. The batch call itself cannot be captured into a graph (the driver
+//! answers 900, `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`).
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};

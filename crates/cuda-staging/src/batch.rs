@@ -10,7 +10,7 @@
 //!
 //! Where a batch's time goes, for a model's four outputs (4 KiB, 16 KiB, 64 KiB and
 //! 150528 B), measured with `cuda-core`'s stream calls on the 16-core H200 host
-//! (p50 of 3000, variants interleaved, six rounds in one process, the first three
+//! (p50 of 3000, variants interleaved, six rounds in one process, the first two
 //! on a slower host):
 //! - the largest part alone takes 9.2-10.0 µs, and the three small parts alone as
 //!   one batch 8.8-10.4 µs: each transfer pays the same fixed cost, and the batch

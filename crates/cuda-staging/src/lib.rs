@@ -164,6 +164,7 @@ mod capacity;
 mod copy;
 mod elements;
 mod events;
+mod helpers;
 mod job;
 mod pipeline;
 mod pool;

@@ -168,6 +168,7 @@ mod helpers;
 mod job;
 mod pipeline;
 mod pool;
+mod prefetch;
 mod ring;
 mod routing;
 mod settings;

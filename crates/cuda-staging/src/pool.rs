@@ -15,6 +15,10 @@
 //!   it expects the next one and how many helpers it will want; the scheduler
 //!   thread wakes that many workers shortly before, and buffers in low-latency mode
 //!   keep theirs spinning (see `schedule.rs`).
+//! - **Helpers ready before the source is:** a download's copy-out can be published
+//!   before its DMA has landed, behind the job's gate (`gate.rs`, [`Pool::copy_after`]):
+//!   helpers prefetch their part of the destination while the DMA runs and copy the
+//!   moment it lands.
 //! - **Never waiting for a cold worker:** a parked worker is enlisted only for copies
 //!   of at least [`WAKE_MIN_BYTES`] or of a buffer called back to back (at most two
 //!   directly; each that wakes to find work left brings one more); otherwise the
@@ -29,11 +33,14 @@ use std::time::{Duration, Instant};
 
 use crate::copy::CopyKind;
 use crate::job::{Job, MAX_PARTS};
+use crate::prefetch::prefetch_for_write;
 use crate::sync::{spin_hint, AtomicU64, Ordering};
 
+mod gate;
 mod mailbox;
 mod schedule;
 
+use gate::Gate;
 use mailbox::{Mailbox, Offer};
 pub(crate) use schedule::Client;
 use schedule::{ClientSlot, MAX_CLIENTS};
@@ -55,6 +62,8 @@ struct CopyDesc {
     len: usize,
     per: usize,
     kind: CopyKind,
+    /// Published before the source is ready: parts wait at the job's gate.
+    gated: bool,
 }
 
 // SAFETY: the pointers are plain addresses handed over under the job protocol; the
@@ -68,18 +77,29 @@ impl CopyDesc {
         len: 0,
         per: 1,
         kind: CopyKind::Plain,
+        gated: false,
     };
 
-    /// Copies part `i`.
+    /// Copies part `i`; when gated, first waits at `gate`, prefetching the part's
+    /// destination while it is closed, and skips the part if it is cancelled.
     ///
     /// # Safety
-    /// 1. The publisher's ranges are valid (see [`Pool::copy`]) and `i` is a part of
-    ///    this publication, claimed by the caller.
-    unsafe fn run_part(&self, i: usize) {
+    /// 1. The publisher's ranges are valid (see [`Pool::copy`] and
+    ///    [`Pool::copy_after`]) and `i` is a part of this publication, claimed by the
+    ///    caller.
+    /// 2. `gate` is the gate of this publication's job slot.
+    unsafe fn run_part(&self, i: usize, gate: &Gate) {
         let off = i * self.per;
         let n = self.per.min(self.len - off);
+        if self.gated && !gate.is_open() {
+            prefetch_for_write(self.dst.wrapping_add(off), n);
+            if !gate.wait() {
+                return;
+            }
+        }
         // SAFETY: `off + n <= len`, inside both ranges (condition 1); parts do not
-        // overlap each other.
+        // overlap each other; a gated source is ready once its gate opened
+        // (condition 2).
         unsafe { self.kind.copy(self.dst.add(off), self.src.add(off), n) }
     }
 }
@@ -108,6 +128,8 @@ impl WorkerState {
 /// The pool; see the module notes.
 pub(crate) struct Pool {
     jobs: Box<[Job<CopyDesc>]>,
+    /// One per job slot (`gate.rs`).
+    gates: Box<[Gate]>,
     workers: Box<[WorkerState]>,
     /// Workers not parked.
     awake: AtomicUsize,
@@ -163,6 +185,7 @@ impl Pool {
     pub(crate) fn start(workers: usize) -> std::io::Result<(Arc<Pool>, Vec<JoinHandle<()>>)> {
         let pool = Arc::new(Pool {
             jobs: (0..MAX_JOBS).map(|_| Job::new(CopyDesc::EMPTY)).collect(),
+            gates: (0..MAX_JOBS).map(|_| Gate::new()).collect(),
             workers: (0..workers)
                 .map(|_| WorkerState {
                     mailbox: Mailbox::new(),
@@ -253,14 +276,47 @@ impl Pool {
         parts: usize,
         wake: bool,
     ) {
-        let parts = parts.clamp(1, (self.workers.len() + 1).min(MAX_PARTS));
-        let slot = if parts > 1 { self.acquire_job() } else { None };
-        let Some(j) = slot else {
+        let Some((j, parts)) = self.acquire_job(parts) else {
             // SAFETY: condition 1.
             unsafe { kind.copy(dst, src, len) };
             return;
         };
-        let job = &self.jobs[j];
+        // SAFETY: we own slot `j`; condition 1 passes through.
+        let parts = unsafe { self.publish(j, dst, src, len, kind, parts, false) };
+        self.enlist(j, parts - 1, wake || len >= WAKE_MIN_BYTES);
+        self.finish(j, parts);
+    }
+
+    /// A free job slot for a copy split `parts` ways (clamped to the threads there
+    /// are), with the clamped count; `None` for a copy not worth splitting or with
+    /// every slot taken.
+    fn acquire_job(&self, parts: usize) -> Option<(usize, usize)> {
+        let parts = parts.clamp(1, (self.workers.len() + 1).min(MAX_PARTS));
+        if parts < 2 {
+            return None;
+        }
+        (0..self.jobs.len())
+            .find(|&j| self.jobs[j].try_acquire())
+            .map(|j| (j, parts))
+    }
+
+    /// Publishes the copy in slot `j` in at most `parts` parts of whole pages;
+    /// returns how many.
+    ///
+    /// # Safety
+    /// 1. We own slot `j` ([`Pool::acquire_job`]) and finished its last publication.
+    /// 2. The ranges are as [`Pool::copy`] or, when `gated`, [`Pool::copy_after`] says.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn publish(
+        &self,
+        j: usize,
+        dst: *mut u8,
+        src: *const u8,
+        len: usize,
+        kind: CopyKind,
+        parts: usize,
+        gated: bool,
+    ) -> usize {
         let per = len
             .div_ceil(parts)
             .next_multiple_of(PART_ALIGN)
@@ -272,23 +328,28 @@ impl Pool {
             len,
             per,
             kind,
+            gated,
         };
-        // SAFETY: we own slot `j` and waited for its last publication before
-        // releasing it; `parts <= MAX_PARTS`.
-        unsafe { job.publish(desc, parts) };
-        self.enlist(j, parts - 1, wake || len >= WAKE_MIN_BYTES);
+        // SAFETY: condition 1; `parts <= MAX_PARTS` (`acquire_job` clamped it, and
+        // whole-page parts are never more).
+        unsafe { self.jobs[j].publish(desc, parts) };
+        parts
+    }
+
+    /// Claims and runs what is left of slot `j`'s publication of `parts` parts,
+    /// waits for the parts helpers claimed, and gives the slot back.
+    fn finish(&self, j: usize, parts: usize) {
+        let job = &self.jobs[j];
         let mut mine = 0;
         while let Some((i, d)) = job.claim() {
-            // SAFETY: a part we claimed of our own publication (condition 1).
-            unsafe { d.run_part(i) };
+            // SAFETY: a part we claimed of our own publication, whose ranges the
+            // publisher keeps valid (condition 1 of `copy`, `copy_after`); the gate
+            // is the slot's.
+            unsafe { d.run_part(i, &self.gates[j]) };
             mine += 1;
         }
         job.wait_done(parts - mine);
         job.release();
-    }
-
-    fn acquire_job(&self) -> Option<usize> {
-        (0..self.jobs.len()).find(|&j| self.jobs[j].try_acquire())
     }
 
     /// Offers job `j` to up to `wanted` free workers that are awake; when `wake`,
@@ -397,7 +458,7 @@ impl Pool {
         while let Some((k, d)) = job.claim() {
             // SAFETY: a claimed part of a live publication: its publisher keeps the
             // ranges valid until it sees the part finished.
-            unsafe { d.run_part(k) };
+            unsafe { d.run_part(k, &self.gates[j]) };
             job.finish_part();
         }
     }

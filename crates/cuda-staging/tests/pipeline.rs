@@ -313,3 +313,39 @@ fn low_latency_keeps_helpers_spinning_until_turned_off() {
     staging.set_low_latency(false);
     assert_eq!(staging.stats().staged_transfers, 2 * 70);
 }
+
+/// A download in one piece publishes its copy-out before it waits for the DMA, and
+/// the helpers that claim parts wait at the job's gate until the DMA has landed.
+/// Queued behind about a millisecond of other work (past the gate's 200 µs of
+/// spinning, so its sleeping poll runs too), each download must still copy what the
+/// device held when its DMA ran, never the window's bytes from the round before.
+/// With low-latency mode on (helpers spinning, so they are enlisted) and off.
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn one_piece_downloads_behind_queued_work_copy_what_landed() {
+    let _one_at_a_time = serial();
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    staging.set_copy_threads(default_copy_threads().max(2));
+    let mut busy = Busy::new();
+    for bytes in [64 * KIB, 150_528, 300_000, 512 * KIB] {
+        let n = bytes / size_of::<f32>();
+        let mut dev = DeviceBuffer::<f32>::alloc(n).expect("alloc");
+        let mut next = DeviceBuffer::<f32>::alloc(n).expect("alloc");
+        let mut host = vec![0f32; n];
+        for round in 0..8 {
+            staging.set_low_latency(round % 2 == 0);
+            let s = seed();
+            set_device(&mut next, s);
+            // `dev` changes only on the stream, behind the busy work.
+            busy.queue(&stream);
+            stream.memcpy_dtod(&next, &mut dev).expect("dtod");
+            let what = format!("{bytes} B, round {round}, behind queued work");
+            let before = staging.stats();
+            staging.download(&mut host, &dev, &stream).expect(&what);
+            assert_counted(&what, before, staging.stats(), Route::Staged, 0, bytes);
+            check(&what, &host, s);
+        }
+    }
+    staging.set_low_latency(false);
+}

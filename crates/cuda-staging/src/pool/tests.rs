@@ -157,3 +157,85 @@ fn pool_size_stays_below_the_cores() {
         );
     }
 }
+
+/// [`Pool::copy_after`] of `src` into `dst` (equal lengths), `landed` first.
+fn copy_after_slices<E>(
+    pool: &Pool,
+    dst: &mut [u8],
+    src: *const u8,
+    len: usize,
+    landed: impl FnOnce() -> Result<(), E>,
+) -> Result<(), E> {
+    assert_eq!(dst.len(), len);
+    // SAFETY: `dst` holds `len` bytes and is borrowed until the pool returns; the
+    // callers' `src` is readable for `len` bytes once `landed` returned and written
+    // only inside `landed`.
+    unsafe { pool.copy_after(dst.as_mut_ptr(), src, len, CopyKind::Plain, 4, true, landed) }
+}
+
+#[test]
+fn a_gated_copy_reads_its_source_only_after_landed_returns() {
+    with_pool(3, |pool| {
+        for round in 0..50usize {
+            let len = [64usize << 10, 300_001, 1 << 20][round % 3];
+            // The source is written only inside `landed`, as a DMA fills the window
+            // before the wait returns: a helper that read it earlier would copy zeros.
+            let mut src = vec![0u8; len];
+            let src_ptr = src.as_mut_ptr();
+            let mut dst = vec![0xAAu8; len];
+            let r: Result<(), ()> = copy_after_slices(pool, &mut dst, src_ptr, len, || {
+                std::thread::sleep(Duration::from_micros(300));
+                // SAFETY: `src` is alive and no one reads it before this returns.
+                let s = unsafe { std::slice::from_raw_parts_mut(src_ptr, len) };
+                for (i, b) in s.iter_mut().enumerate() {
+                    *b = (i * 7 + round) as u8 | 1;
+                }
+                Ok(())
+            });
+            assert_eq!(r, Ok(()));
+            assert!(
+                dst.iter()
+                    .enumerate()
+                    .all(|(i, &b)| b == (i * 7 + round) as u8 | 1),
+                "round {round}, {len} B: a byte was copied before the source landed"
+            );
+            drop(src);
+        }
+    });
+}
+
+#[test]
+fn a_failed_or_panicking_wait_copies_nothing_and_frees_the_slot() {
+    with_pool(3, |pool| {
+        let len = 256usize << 10;
+        let src = vec![0x55u8; len];
+        let mut dst = vec![0xAAu8; len];
+        let r = copy_after_slices(pool, &mut dst, src.as_ptr(), len, || Err("no DMA"));
+        assert_eq!(r, Err("no DMA"));
+        assert!(dst.iter().all(|&b| b == 0xAA), "a cancelled copy wrote");
+
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = copy_after_slices::<()>(pool, &mut dst, src.as_ptr(), len, || {
+                panic!("the wait panicked")
+            });
+        }));
+        assert!(panicked.is_err());
+        assert!(
+            dst.iter().all(|&b| b == 0xAA),
+            "a copy whose wait panicked wrote"
+        );
+
+        // Every slot came back: as many gated copies as there are slots, and more,
+        // still all go through the pool and land.
+        for _ in 0..2 * MAX_JOBS {
+            let mut out = vec![0u8; len];
+            let r: Result<(), ()> = copy_after_slices(pool, &mut out, src.as_ptr(), len, || Ok(()));
+            assert_eq!(r, Ok(()));
+            assert_eq!(out, src);
+        }
+        assert!(
+            (0..MAX_JOBS).all(|j| pool.jobs[j].try_acquire()),
+            "a job slot was left taken"
+        );
+    });
+}

@@ -78,7 +78,11 @@
 //! 200 µs) wakes parked helpers for every split copy, and they spin 200 µs past
 //! its last transfer; from the eighth transfer in a row, a pipelined download's
 //! copy-out also flushes the pinned lines it read, so the next DMA into them does
-//! not have to invalidate them in the CPU caches.
+//! not have to invalidate them in the CPU caches. A download of up to 512 KiB
+//! hands its copy-out to the helpers before it waits for its DMA: they prefetch
+//! their part of the destination and wait for the DMA, spinning for up to 200 µs
+//! and then polling every 20 µs (a download queued behind long work on its stream
+//! costs no more spinning than a worker's own 200 µs).
 //! [`StagingBuffer::set_low_latency`] keeps the helpers spinning between
 //! transfers instead: **one core per helper, continuously**, while transfers keep
 //! coming at least every 100 ms.

@@ -107,6 +107,12 @@ impl<D: Copy> Job<D> {
         }
     }
 
+    /// Parts of the current publication claimed so far.
+    #[cfg(test)]
+    pub(crate) fn claimed(&self) -> usize {
+        (self.claim.load(Ordering::Acquire) & FIELD_MASK) as usize
+    }
+
     /// Whether a part is left to claim.
     pub(crate) fn has_unclaimed(&self) -> bool {
         let w = self.claim.load(Ordering::Acquire);

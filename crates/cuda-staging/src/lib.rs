@@ -80,9 +80,10 @@
 //! copy-out also flushes the pinned lines it read, so the next DMA into them does
 //! not have to invalidate them in the CPU caches. A download of up to 512 KiB
 //! hands its copy-out to the helpers before it waits for its DMA: they prefetch
-//! their part of the destination and wait for the DMA, spinning for up to 200 µs
-//! and then polling every 20 µs (a download queued behind long work on its stream
-//! costs no more spinning than a worker's own 200 µs).
+//! their part of the destination and spin until the DMA has landed, for at most
+//! 200 µs: a helper still waiting then (the download queued behind long work on
+//! its stream) hands its part back to the caller, so it costs no more spinning
+//! than a worker's own 200 µs after a copy.
 //! [`StagingBuffer::set_low_latency`] keeps the helpers spinning between
 //! transfers instead: **one core per helper, continuously**, while transfers keep
 //! coming at least every 100 ms.

@@ -217,10 +217,11 @@ impl Stage<'_> {
     ///   against 106 µs with events; a flag costs 0.94 µs to queue, an event record
     ///   0.18 µs.
     ///
-    /// A download in one piece (up to 512 KiB) publishes its copy-out before it
-    /// waits for the DMA (`Copier::copy_out_after`): the helpers claim their parts,
-    /// prefetch their part of `dst` for writing, and copy the moment the DMA has
-    /// landed. On the 16-core H200 host (a `frames`-style loop, variants
+    /// A download in one piece of up to [`GATED_COPY_OUT_MAX_BYTES`] publishes its
+    /// copy-out before it waits for the DMA (`Copier::copy_out_after`): the helpers
+    /// claim their parts, prefetch their part of `dst` for writing, and copy the
+    /// moment the DMA has landed (a helper still waiting after 200 µs, the DMA
+    /// queued behind long work, hands its part back to the caller and goes). On the 16-core H200 host (a `frames`-style loop, variants
     /// interleaved, p50, two machine starts; gated against publishing after the
     /// wait, `download_into` beside):
     ///
@@ -251,6 +252,13 @@ impl Stage<'_> {
         } else {
             copier
         };
+        if plan.chunks == 1 && plan.bytes > GATED_COPY_OUT_MAX_BYTES {
+            // One piece only because a chunk size was set: measured nowhere gated.
+            stream.memcpy_dtoh(src, window)?;
+            stream.synchronize()?;
+            copier.copy_out(dst, &window.as_slice()?[..plan.bytes]);
+            return Ok(());
+        }
         if plan.chunks == 1 {
             let bytes = plan.bytes;
             if dst.len() < bytes || window.len() < bytes {
@@ -293,6 +301,12 @@ impl Stage<'_> {
         Ok(())
     }
 }
+
+/// The largest download whose copy-out is published before its DMA has landed
+/// (see [`Stage::download`]): the largest cut in one piece by the automatic chunk,
+/// and the largest measured. A larger one in one piece (a chunk size set with
+/// `set_pipeline_chunk_bytes`) publishes after the wait.
+const GATED_COPY_OUT_MAX_BYTES: usize = PIPELINE_MIN_BYTES[1];
 
 /// Downloads from this size copy out on at most [`LARGE_DOWNLOAD_THREADS`] threads.
 /// Their copy-out reads memory rather than cache, and on the 32-core H200 host more

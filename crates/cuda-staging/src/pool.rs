@@ -40,7 +40,7 @@ mod gate;
 mod mailbox;
 mod schedule;
 
-use gate::Gate;
+use gate::{AtGate, Gate};
 use mailbox::{Mailbox, Offer};
 pub(crate) use schedule::Client;
 use schedule::{ClientSlot, MAX_CLIENTS};
@@ -80,27 +80,45 @@ impl CopyDesc {
         gated: false,
     };
 
-    /// Copies part `i`; when gated, first waits at `gate`, prefetching the part's
-    /// destination while it is closed, and skips the part if it is cancelled.
+    /// Copies part `i`. When gated, first waits at `gate` (`gate.rs`): a part whose
+    /// gate is closed has its destination prefetched while it waits; it is skipped
+    /// if the gate is cancelled, and handed back to the publisher (not copied here)
+    /// if the wait outlasts the spin and `may_defer`.
     ///
     /// # Safety
     /// 1. The publisher's ranges are valid (see [`Pool::copy`] and
     ///    [`Pool::copy_after`]) and `i` is a part of this publication, claimed by the
     ///    caller.
     /// 2. `gate` is the gate of this publication's job slot.
-    unsafe fn run_part(&self, i: usize, gate: &Gate) {
-        let off = i * self.per;
-        let n = self.per.min(self.len - off);
-        if self.gated && !gate.is_open() {
-            prefetch_for_write(self.dst.wrapping_add(off), n);
-            if !gate.wait() {
+    unsafe fn run_part(&self, i: usize, gate: &Gate, may_defer: bool) {
+        if self.gated {
+            let at_gate = gate.pass(i, may_defer, || self.prefetch_part(i));
+            if at_gate != AtGate::Copy {
                 return;
             }
         }
-        // SAFETY: `off + n <= len`, inside both ranges (condition 1); parts do not
-        // overlap each other; a gated source is ready once its gate opened
+        // SAFETY: condition 1; a gated source is ready once its gate opened
         // (condition 2).
+        unsafe { self.copy_part(i) }
+    }
+
+    /// Copies part `i`, gate or not.
+    ///
+    /// # Safety
+    /// 1. The publisher's ranges are valid and their source is ready; `i` is a part of
+    ///    this publication that no other thread copies.
+    unsafe fn copy_part(&self, i: usize) {
+        let off = i * self.per;
+        let n = self.per.min(self.len - off);
+        // SAFETY: `off + n <= len`, inside both ranges (condition 1); parts do not
+        // overlap each other.
         unsafe { self.kind.copy(self.dst.add(off), self.src.add(off), n) }
+    }
+
+    /// Asks the CPU for part `i`'s destination lines, for writing (never faults).
+    fn prefetch_part(&self, i: usize) {
+        let off = i * self.per;
+        prefetch_for_write(self.dst.wrapping_add(off), self.per.min(self.len - off));
     }
 }
 
@@ -282,9 +300,10 @@ impl Pool {
             return;
         };
         // SAFETY: we own slot `j`; condition 1 passes through.
-        let parts = unsafe { self.publish(j, dst, src, len, kind, parts, false) };
+        let (parts, _) = unsafe { self.publish(j, dst, src, len, kind, parts, false) };
         self.enlist(j, parts - 1, wake || len >= WAKE_MIN_BYTES);
-        self.finish(j, parts);
+        // SAFETY: we own slot `j` and published `parts` parts in it.
+        unsafe { self.finish(j, parts) };
     }
 
     /// A free job slot for a copy split `parts` ways (clamped to the threads there
@@ -301,11 +320,13 @@ impl Pool {
     }
 
     /// Publishes the copy in slot `j` in at most `parts` parts of whole pages;
-    /// returns how many.
+    /// returns how many, and the description published.
     ///
     /// # Safety
     /// 1. We own slot `j` ([`Pool::acquire_job`]) and finished its last publication.
     /// 2. The ranges are as [`Pool::copy`] or, when `gated`, [`Pool::copy_after`] says.
+    /// 3. When `gated`, slot `j`'s gate is closed: claimants wait at it before they
+    ///    read the source.
     #[allow(clippy::too_many_arguments)]
     unsafe fn publish(
         &self,
@@ -316,7 +337,7 @@ impl Pool {
         kind: CopyKind,
         parts: usize,
         gated: bool,
-    ) -> usize {
+    ) -> (usize, CopyDesc) {
         let per = len
             .div_ceil(parts)
             .next_multiple_of(PART_ALIGN)
@@ -333,19 +354,23 @@ impl Pool {
         // SAFETY: condition 1; `parts <= MAX_PARTS` (`acquire_job` clamped it, and
         // whole-page parts are never more).
         unsafe { self.jobs[j].publish(desc, parts) };
-        parts
+        (parts, desc)
     }
 
     /// Claims and runs what is left of slot `j`'s publication of `parts` parts,
     /// waits for the parts helpers claimed, and gives the slot back.
-    fn finish(&self, j: usize, parts: usize) {
+    ///
+    /// # Safety
+    /// 1. We own slot `j` and published `parts` parts in it; when gated, its gate is
+    ///    open or cancelled.
+    unsafe fn finish(&self, j: usize, parts: usize) {
         let job = &self.jobs[j];
         let mut mine = 0;
         while let Some((i, d)) = job.claim() {
             // SAFETY: a part we claimed of our own publication, whose ranges the
             // publisher keeps valid (condition 1 of `copy`, `copy_after`); the gate
-            // is the slot's.
-            unsafe { d.run_part(i, &self.gates[j]) };
+            // is the slot's, and no longer closed, so nothing is deferred.
+            unsafe { d.run_part(i, &self.gates[j], false) };
             mine += 1;
         }
         job.wait_done(parts - mine);
@@ -458,7 +483,7 @@ impl Pool {
         while let Some((k, d)) = job.claim() {
             // SAFETY: a claimed part of a live publication: its publisher keeps the
             // ranges valid until it sees the part finished.
-            unsafe { d.run_part(k, &self.gates[j]) };
+            unsafe { d.run_part(k, &self.gates[j], true) };
             job.finish_part();
         }
     }

@@ -176,7 +176,9 @@ fn copy_after_slices<E>(
 #[test]
 fn a_gated_copy_reads_its_source_only_after_landed_returns() {
     with_pool(3, |pool| {
-        for round in 0..50usize {
+        // Waits shorter than the helpers' spin at the gate, and longer (then they
+        // hand their parts back and the publisher copies them).
+        for (round, wait_us) in [50u64, 1000, 0, 50, 1000, 0].into_iter().enumerate() {
             let len = [64usize << 10, 300_001, 1 << 20][round % 3];
             // The source is written only inside `landed`, as a DMA fills the window
             // before the wait returns: a helper that read it earlier would copy zeros.
@@ -184,7 +186,14 @@ fn a_gated_copy_reads_its_source_only_after_landed_returns() {
             let src_ptr = src.as_mut_ptr();
             let mut dst = vec![0xAAu8; len];
             let r: Result<(), ()> = copy_after_slices(pool, &mut dst, src_ptr, len, || {
-                std::thread::sleep(Duration::from_micros(300));
+                if wait_us > 0 {
+                    // A helper took a part before the source landed, so the
+                    // check below means something.
+                    eventually("a helper claimed a part before landed returned", || {
+                        pool.jobs.iter().any(|j| j.claimed() > 0)
+                    });
+                    std::thread::sleep(Duration::from_micros(wait_us));
+                }
                 // SAFETY: `src` is alive and no one reads it before this returns.
                 let s = unsafe { std::slice::from_raw_parts_mut(src_ptr, len) };
                 for (i, b) in s.iter_mut().enumerate() {
@@ -197,7 +206,8 @@ fn a_gated_copy_reads_its_source_only_after_landed_returns() {
                 dst.iter()
                     .enumerate()
                     .all(|(i, &b)| b == (i * 7 + round) as u8 | 1),
-                "round {round}, {len} B: a byte was copied before the source landed"
+                "round {round}, {len} B, landed after {wait_us} µs: a byte was copied \
+                 before the source landed, or not at all"
             );
             drop(src);
         }

@@ -132,12 +132,16 @@ impl<'a> Copier<'a> {
     /// shorter one bounds the copy), flushing what it read when so configured
     /// ([`Copier::flushing`]).
     pub(crate) fn copy_out(&self, dst: &mut [u8], src: &[u8]) {
-        let kind = if self.flush_copy_out {
+        self.run(dst, src, self.out_kind());
+    }
+
+    /// How a copy-out copies: flushing what it read when so configured.
+    fn out_kind(&self) -> CopyKind {
+        if self.flush_copy_out {
             CopyKind::OutOfPinned
         } else {
             CopyKind::Plain
-        };
-        self.run(dst, src, kind);
+        }
     }
 
     /// Copies `len` bytes of pinned memory at `src`, which a DMA is filling, into
@@ -157,11 +161,7 @@ impl<'a> Copier<'a> {
         len: usize,
         landed: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
-        let kind = if self.flush_copy_out {
-            CopyKind::OutOfPinned
-        } else {
-            CopyKind::Plain
-        };
+        let kind = self.out_kind();
         let parts = copy_parts(len, self.threads);
         match self.pool {
             // SAFETY: `dst` holds `len` bytes (condition 1) and its `&mut` borrow
@@ -343,7 +343,7 @@ pub(crate) fn streams(bytes: usize) -> bool {
 pub(crate) unsafe fn copy_out(dst: *mut u8, src: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     {
-        if len >= 4096 && has_clflushopt() {
+        if len >= 4096 && crate::cpu::has_clflushopt() {
             // SAFETY: condition 1 passes through; the CPU has `clflushopt`.
             unsafe { copy_out_flushing(dst, src, len) };
             return;
@@ -351,23 +351,6 @@ pub(crate) unsafe fn copy_out(dst: *mut u8, src: *const u8, len: usize) {
     }
     // SAFETY: condition 1.
     unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
-}
-
-/// Whether the CPU has `clflushopt` (CPUID leaf 7, EBX bit 23), asked once.
-#[cfg(target_arch = "x86_64")]
-fn has_clflushopt() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| {
-        // Leaf 0 reports the highest leaf; ask leaf 7 only when it exists. The
-        // intrinsics are safe functions from Rust 1.94 on and `unsafe` ones before
-        // (the workspace builds from 1.88), hence the allowed block.
-        #[allow(unused_unsafe)]
-        // SAFETY: every x86-64 CPU has the CPUID instruction.
-        unsafe {
-            std::arch::x86_64::__cpuid(0).eax >= 7
-                && std::arch::x86_64::__cpuid_count(7, 0).ebx & (1 << 23) != 0
-        }
-    })
 }
 
 /// [`copy_out`] on x86-64: copies 4 KiB at a time, then flushes every cache line of

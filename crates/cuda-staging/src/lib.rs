@@ -167,6 +167,7 @@ mod buffer;
 mod calibration;
 mod capacity;
 mod copy;
+mod cpu;
 mod elements;
 mod events;
 mod helpers;

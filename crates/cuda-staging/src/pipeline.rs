@@ -221,9 +221,10 @@ impl Stage<'_> {
     /// copy-out before it waits for the DMA (`Copier::copy_out_after`): the helpers
     /// claim their parts, prefetch their part of `dst` for writing, and copy the
     /// moment the DMA has landed (a helper still waiting after 200 µs, the DMA
-    /// queued behind long work, hands its part back to the caller and goes). On the 16-core H200 host (a `frames`-style loop, variants
-    /// interleaved, p50, two machine starts; gated against publishing after the
-    /// wait, `download_into` beside):
+    /// queued behind long work, hands its part back to the caller and goes). On
+    /// the 16-core H200 host (a `frames`-style loop, variants interleaved, p50, two
+    /// machine starts; gated against publishing after the wait, `download_into`
+    /// beside):
     ///
     /// | gap | bytes | after the wait | gated | `download_into` |
     /// |---|---:|---:|---:|---:|
@@ -235,8 +236,8 @@ impl Stage<'_> {
     ///
     /// All 21 gap cells measured from 64 KiB to 512 KiB were faster gated; back to
     /// back, 512 KiB tied (29.7 µs). Without the prefetch, gating gained less
-    /// (sleep 2 ms, 150528 B: 27.7 µs). The caller prefetching the
-    /// whole destination itself gained nothing (28.7 µs). Gating the chunks of a
+    /// (sleep 2 ms, 150528 B: 27.7 µs). The caller prefetching the whole
+    /// destination itself gained nothing (28.7 µs). Gating the chunks of a
     /// pipelined download lost: 4915200 B after a 2 ms sleep 253 against 233 µs,
     /// back to back 333 against 144 µs, so chunks keep publishing after their wait.
     pub(crate) fn download(self, src: &DeviceView<'_, u8>, dst: &mut [u8]) -> Result<()> {

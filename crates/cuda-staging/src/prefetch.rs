@@ -3,7 +3,7 @@
 //! A gated copy-out's helpers (`pool/gate.rs`) prefetch their part of the
 //! destination while the DMA they wait for is still running, so the copy that
 //! follows writes lines already owned by their cache. On x86-64 this is
-//! `prefetchw` where the CPU has it (CPUID `0x8000_0001`, ECX bit 8, asked once),
+//! `prefetchw` where the CPU has it (`cpu::has_prefetchw`),
 //! else `prefetcht0`; elsewhere nothing. A prefetch never faults and changes no
 //! memory.
 
@@ -15,7 +15,7 @@ const LINE_BYTES: usize = 64;
 pub(crate) fn prefetch_for_write(ptr: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     {
-        let write = has_prefetchw();
+        let write = crate::cpu::has_prefetchw();
         let mut off = 0;
         while off < len {
             let p = ptr.wrapping_add(off);
@@ -45,22 +45,6 @@ pub(crate) fn prefetch_for_write(ptr: *const u8, len: usize) {
     let _ = (ptr, len);
 }
 
-/// Whether the CPU has `prefetchw` (CPUID `0x8000_0001`, ECX bit 8), asked once.
-#[cfg(target_arch = "x86_64")]
-fn has_prefetchw() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| {
-        // Leaf 0x8000_0000 reports the highest extended leaf. Safe intrinsics from
-        // Rust 1.94 on, `unsafe` before: see `copy::has_clflushopt`.
-        #[allow(unused_unsafe)]
-        // SAFETY: every x86-64 CPU has the CPUID instruction.
-        unsafe {
-            std::arch::x86_64::__cpuid(0x8000_0000).eax >= 0x8000_0001
-                && std::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 8) != 0
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,23 +57,5 @@ mod tests {
         prefetch_for_write(buf.as_ptr().wrapping_add(3), 5);
         prefetch_for_write(std::ptr::null(), 4096);
         assert_eq!(buf, before);
-    }
-
-    /// `prefetchw` is used only where the kernel reports it too (Linux, x86-64: the
-    /// flag is `3dnowprefetch`). Not the other way round: Linux reports the flag
-    /// on every 64-bit AMD CPU, even where a hypervisor masks the CPUID bit.
-    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-    #[test]
-    fn prefetchw_is_used_only_where_the_kernel_reports_it() {
-        let info = std::fs::read_to_string("/proc/cpuinfo").expect("Linux has /proc/cpuinfo");
-        let flags = info
-            .lines()
-            .find(|l| l.starts_with("flags"))
-            .unwrap_or_default();
-        let kernel = flags.split_whitespace().any(|f| f == "3dnowprefetch");
-        assert!(
-            !has_prefetchw() || kernel,
-            "CPUID says prefetchw, /proc/cpuinfo does not"
-        );
     }
 }

@@ -317,16 +317,16 @@ fn low_latency_keeps_helpers_spinning_until_turned_off() {
 /// A download in one piece publishes its copy-out before it waits for the DMA, and
 /// the helpers that claim parts wait at the job's gate until the DMA has landed.
 /// Queued behind about a millisecond of other work (past the gate's 200 µs of
-/// spinning, so its sleeping poll runs too), each download must still copy what the
-/// device held when its DMA ran, never the window's bytes from the round before.
+/// spinning, so helpers hand their parts back to the caller too), each download
+/// must still copy what the device held when its DMA ran, never the window's bytes
+/// from the round before.
 /// With low-latency mode on (helpers spinning, so they are enlisted) and off.
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn one_piece_downloads_behind_queued_work_copy_what_landed() {
     let _one_at_a_time = serial();
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
-    staging.set_copy_threads(default_copy_threads().max(2));
+    let mut staging = Setup::PoolThreads.buffer();
     let mut busy = Busy::new();
     for bytes in [64 * KIB, 150_528, 300_000, 512 * KIB] {
         let n = bytes / size_of::<f32>();

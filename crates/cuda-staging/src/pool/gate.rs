@@ -114,6 +114,10 @@ impl Gate {
         let started = std::time::Instant::now();
         // Under loom one look per turn: each is a step it explores.
         let looks = if cfg!(loom) { 1 } else { 64 };
+        debug_assert!(
+            part < MAX_GATED_PARTS,
+            "copy_after cuts at most {MAX_GATED_PARTS} parts"
+        );
         let bit = 1u32 << (DEFER_SHIFT as usize + part.min(MAX_GATED_PARTS - 1));
         loop {
             let mut w = CLOSED;

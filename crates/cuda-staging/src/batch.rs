@@ -337,7 +337,7 @@ impl crate::StagingBuffer {
                 })
         };
         let r = queued.and_then(|()| stream.synchronize());
-        self.finish_transfer(0);
+        self.finish_transfer();
         r?;
         self.stats.batched_transfers += 1;
         self.stats.bytes_downloaded += batch.layout.lens.iter().sum::<usize>() as u64;
@@ -372,7 +372,7 @@ impl crate::StagingBuffer {
         self.begin_transfer();
         self.grow(total, usize::MAX, stream.context())?;
         let use_batch_api = self.batch_api() && stream.has_batch_copies();
-        let copier = self.copier();
+        let copier = self.copier(total, crate::Direction::HostToDevice);
         let pinned = self.capacity.buffer(total)?;
         {
             let region = pinned.as_mut_slice()?;
@@ -398,7 +398,7 @@ impl crate::StagingBuffer {
         };
         let r = queued.and_then(|()| stream.synchronize());
         let copied: usize = batch.layout.lens.iter().sum();
-        self.finish_transfer(copied);
+        self.finish_transfer();
         r?;
         self.stats.batched_transfers += 1;
         self.stats.bytes_uploaded += copied as u64;

@@ -1,18 +1,16 @@
 //! [`StagingBuffer`]: the type and its four transfers.
 
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cuda_core::{Context, DeviceBuffer, DeviceView, DeviceViewMut, Result, Stream};
 
-use crate::arrivals::Arrivals;
+use crate::burst::Burst;
 use crate::capacity::Capacity;
 use crate::copy::Copier;
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::events::PipelineEvents;
-use crate::helpers::{hot_helpers, predicted_helpers, KEEP_HOT};
 use crate::pipeline::{Plan, Stage, MAX_SLOTS, PIPELINE_WINDOW_BYTES};
-use crate::pool::{self, Client};
 use crate::routing::{Direction, Route, Routing};
 use crate::stats::StagingStats;
 use crate::StagingPod;
@@ -20,21 +18,31 @@ use crate::StagingPod;
 /// The most copy threads one transfer uses (see [`StagingBuffer::set_copy_threads`]).
 pub const MAX_COPY_THREADS: usize = 64;
 
+/// Low-latency mode keeps a buffer's helpers spinning while its transfers come at
+/// least this often.
+pub(crate) const KEEP_HOT: Duration = Duration::from_millis(100);
+
 /// Uploads copy in on at most this many threads. On the 16-core H200 host 16
 /// threads left uploads within 4% of 8 (issue 5's runs), while downloads gained
 /// (below), so uploads keep the setting their back-to-back numbers were measured
 /// with.
 pub(crate) const UPLOAD_MAX_THREADS: usize = 8;
 
-/// The copy-thread default: every core, at most 16 (the caller and up to 15 pool
-/// workers). Uploads use at most 8 of them ([`StagingBuffer::set_copy_threads`]).
+/// The most threads one transfer's host copy is split over by default, the caller
+/// included: see [`default_copy_threads`].
+pub const DEFAULT_COPY_THREADS: usize = 4;
+
+/// The copy-thread default of a new buffer: [`DEFAULT_COPY_THREADS`] (the caller
+/// and up to three pool helpers), fewer on a machine with fewer cores.
 ///
-/// Downloads copy out faster on more threads. On the 16-core H200 host, back to
-/// back (`frames` bench, `chunks` section, p50), 16 threads against 8 took
-/// `download` of 4915200 B from 136 to 117 µs and of 1 MiB from 48 to 43 µs; on the
-/// 32-core host, 512 KiB to 4.7 MiB gained 9-19% the same way.
+/// A split copy costs CPU on every thread that takes part for as long as the
+/// transfer lasts, so more threads buy latency with the program's cores: back to
+/// back, 16 threads took a 4915200 B `download` from 136 to 117 µs on the 16-core
+/// H200 host, for about 16 cores busy during it. Four threads keep a transfer's CPU
+/// per frame within twice the driver's own pageable path while staying faster than
+/// it (see the crate docs' table).
 pub fn default_copy_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 16))
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, DEFAULT_COPY_THREADS))
 }
 
 /// A grow-on-demand, reused page-locked host buffer used to stage transfers.
@@ -49,9 +57,7 @@ pub struct StagingBuffer {
     pub(crate) chunk_bytes: usize,
     /// One per pipeline slot, for each of the last few contexts used.
     events: PipelineEvents,
-    arrivals: Arrivals,
-    /// Registration with the process-wide copy pool, for predicted transfers.
-    pub(crate) client: Option<Client>,
+    burst: Burst,
     pub(crate) low_latency: bool,
     /// Batches go out as one `cuMemcpyBatchAsync` where the driver has it.
     pub(crate) batch_api: bool,
@@ -114,8 +120,7 @@ impl StagingBuffer {
             copy_threads: default_copy_threads(),
             chunk_bytes: 0,
             events: PipelineEvents::default(),
-            arrivals: Arrivals::default(),
-            client: None,
+            burst: Burst::default(),
             low_latency: false,
             batch_api: true,
         }
@@ -191,7 +196,7 @@ impl StagingBuffer {
         let pinned = self.capacity.buffer(bytes)?;
         let r = queue_filled_upload(pinned, bytes, dst, stream, fill)
             .and_then(|()| stream.synchronize());
-        self.finish_transfer(0);
+        self.finish_transfer();
         r?;
         self.stats.staged_transfers += 1;
         self.stats.bytes_uploaded += bytes as u64;
@@ -219,7 +224,7 @@ impl StagingBuffer {
         let r = stream
             .memcpy_dtoh(&src.as_bytes().slice(..bytes)?, pinned)
             .and_then(|()| stream.synchronize());
-        self.finish_transfer(0);
+        self.finish_transfer();
         r?;
         // Count only once the data is there, so an error leaves the counters alone.
         self.stats.staged_transfers += 1;
@@ -281,7 +286,7 @@ impl StagingBuffer {
             Route::Driver | Route::PageLocked => leg.driver_copy(stream),
             Route::Staged => self.staged(leg, stream),
         };
-        self.finish_transfer(if route == Route::Staged { bytes } else { 0 });
+        self.finish_transfer();
         r?;
         match route {
             Route::Driver => self.stats.direct_transfers += 1,
@@ -306,13 +311,18 @@ impl StagingBuffer {
             PIPELINE_WINDOW_BYTES
         };
         self.grow(want, PIPELINE_WINDOW_BYTES, ctx)?;
-        let copier = self.copier();
-        // No copy thread awake: cut mid-size uploads in two (see `Plan`).
-        let cold = !copier.helpers_awake();
-        let plan = Plan::new(bytes, self.capacity(), self.chunk_bytes, direction, cold);
-        let flush = plan.flushes_copy_out(direction, self.arrivals.tight_loop());
+        let copier = self.copier(bytes, direction);
+        // No helper: the caller copies alone, mid-size uploads in two halves (see
+        // `Plan`).
+        let solo = copier.helpers() == 0;
+        let plan = Plan::new(bytes, self.capacity(), self.chunk_bytes, direction, solo);
         if plan.chunks > 1 {
             self.ensure_events(plan.slots, ctx)?;
+            if direction == Direction::DeviceToHost {
+                // Its first copy-out waits for a chunk's DMA: wake the helpers now,
+                // so they run by then.
+                copier.prewake();
+            }
         }
         let StagingBuffer {
             capacity, events, ..
@@ -321,7 +331,7 @@ impl StagingBuffer {
             window: capacity.buffer(plan.slots * plan.chunk_bytes)?,
             events: events.current(),
             stream,
-            copier: copier.flushing(flush),
+            copier,
             plan,
         };
         let r = match leg {
@@ -336,44 +346,28 @@ impl StagingBuffer {
         r
     }
 
-    /// Before a transfer: note when it started (for predictions).
+    /// Before a transfer: note when it started (back to back or not).
     pub(crate) fn begin_transfer(&mut self) {
-        self.arrivals.start(Instant::now());
+        self.burst.start(Instant::now());
     }
 
-    /// How this buffer's host copies run.
-    pub(crate) fn copier(&self) -> Copier<'static> {
-        Copier::with_threads(self.copy_threads).back_to_back(self.arrivals.back_to_back())
+    /// How this buffer's host copies of a transfer whose largest copy is
+    /// `copy_bytes` run: on up to [`StagingBuffer::copy_threads`] threads, waking
+    /// parked helpers only where they pay (`tuning::helpers_to_wake`; as in a tight
+    /// loop when low-latency mode keeps them hot).
+    pub(crate) fn copier(&self, copy_bytes: usize, direction: Direction) -> Copier<'static> {
+        let hot = self.low_latency || self.burst.back_to_back();
+        Copier::for_transfer(self.copy_threads, copy_bytes, direction, hot)
     }
 
-    /// After a transfer: note when it ended and tell the pool when the next one is
-    /// expected, so it can have helpers awake then.
-    pub(crate) fn finish_transfer(&mut self, copied_bytes: usize) {
-        let now = Instant::now();
-        self.arrivals.end(now, copied_bytes);
-        if self.copy_threads <= 1 {
-            return;
-        }
-        let bytes = self.arrivals.burst_copy_bytes();
-        let helpers = predicted_helpers(bytes, self.copy_threads);
-        if helpers == 0 && !self.low_latency {
-            if let Some(c) = &self.client {
-                c.forget();
+    /// After a transfer: note when it ended; in low-latency mode, keep the helpers
+    /// spinning until the next one (for up to [`KEEP_HOT`]).
+    pub(crate) fn finish_transfer(&mut self) {
+        self.burst.end(Instant::now());
+        if self.low_latency && self.copy_threads > 1 {
+            if let Some(pool) = crate::pool::global() {
+                pool.heat(self.copy_threads - 1, pool.deadline_in(KEEP_HOT), false);
             }
-            return;
-        }
-        if self.client.is_none() {
-            self.client = pool::global().and_then(|p| p.join());
-        }
-        let Some(client) = &self.client else {
-            return;
-        };
-        if self.low_latency {
-            client.keep_hot(now + KEEP_HOT, hot_helpers(bytes, self.copy_threads));
-        }
-        match self.arrivals.predict() {
-            Some(at) if at > now && helpers > 0 => client.expect(at, helpers),
-            _ => client.forget(),
         }
     }
 

@@ -10,9 +10,14 @@
 //! so smaller uploads use ordinary stores ([`STREAMING_MIN_BYTES`]).
 //!
 //! Out of pinned memory (downloads) the copy uses ordinary stores: streaming ones
-//! into the caller's memory measured slower (4.7 MiB: 245 against 203 µs). In a
-//! tight loop, a pipelined download's copy-out also flushes the pinned lines it read
-//! ([`copy_out`]), where the CPU has `clflushopt` (asked once, through CPUID).
+//! into the caller's memory measured slower (4.7 MiB: 245 against 203 µs).
+//!
+//! A copy-out that flushed the pinned lines it read (`clflushopt`), so the next DMA
+//! into them need not invalidate them in the CPU caches, won back to back only with
+//! 16 copy threads (4915200 B: 121-138 against 174-177 µs). With the default four
+//! it lost: on the 16-core H200 host, back to back, variants interleaved, 4915200 B
+//! took 386 µs flushing against 240 µs plain, and 1 MiB 81 against 69 µs, so it was
+//! removed.
 //!
 //! x86-64 always has SSE2's `movntdq`; elsewhere every copy is a plain one. Wider
 //! streaming stores bought nothing on our host: 64 KiB at 19.5 GB/s with SSE2, 19.1
@@ -35,12 +40,13 @@
 //! 36-45 µs), so this guest maps it write-back. A DMA into 1 MiB that the CPU
 //! had just read took 43.4 and 47.7 µs, against 26.2 and 27.1 µs.
 
-use crate::pool::Pool;
+use crate::pool::{Pool, Share};
+use crate::routing::Direction;
 use crate::StagingPod;
 use cuda_core::{Error, Result};
 
 /// Below this, a host copy runs on the calling thread alone.
-const PARALLEL_MIN_BYTES: usize = 64 << 10;
+pub(crate) const PARALLEL_MIN_BYTES: usize = 64 << 10;
 /// Each extra copy thread gets at least this much.
 const PARALLEL_PART_MIN_BYTES: usize = 16 << 10;
 
@@ -56,63 +62,114 @@ pub(crate) fn copy_parts(len: usize, threads: usize) -> usize {
 }
 
 /// How one transfer's host copies run: on the calling thread, or split with the
-/// process-wide pool over up to `threads` threads (the caller included).
+/// process-wide pool over up to `threads` threads (the caller included), `helpers`
+/// of them pool helpers, awake or woken for it (`tuning::helpers_to_wake`).
 #[derive(Clone, Copy)]
 pub(crate) struct Copier<'a> {
     pool: Option<&'a Pool>,
     threads: usize,
-    /// Transfers are coming back to back: wake parked helpers whatever the size.
-    back_to_back: bool,
-    /// Copy-outs flush what they read (see [`copy_out`]).
-    flush_copy_out: bool,
+    /// Pool helpers each copy enlists: free ones that are awake first, then parked
+    /// ones it wakes.
+    helpers: usize,
+    /// How long a helper spins after a part of this copy, for the next one.
+    linger_ns: u64,
+    /// The same after the transfer's last copy: 0 after a gap (nothing more is
+    /// coming soon), `tuning::LINGER` in a tight loop.
+    end_linger_ns: u64,
 }
 
 impl Copier<'static> {
-    /// Copies on up to `threads` threads: with the process-wide pool when more than
-    /// one, else on the calling thread alone.
-    pub(crate) fn with_threads(threads: usize) -> Copier<'static> {
+    /// Copies on the calling thread alone.
+    pub(crate) fn solo() -> Copier<'static> {
         Copier {
-            pool: if threads > 1 {
-                crate::pool::global().map(|p| &**p)
-            } else {
-                None
-            },
-            threads: threads.max(1),
-            back_to_back: false,
-            flush_copy_out: false,
+            pool: None,
+            threads: 1,
+            helpers: 0,
+            linger_ns: 0,
+            end_linger_ns: 0,
+        }
+    }
+
+    /// For a transfer whose largest host copy is `copy_bytes`, moving `direction`,
+    /// on up to `threads` threads (the caller included): with as many pool helpers
+    /// as `tuning::helpers_to_wake` gives (none for a small copy after a gap, none
+    /// while the machine's cores are busy), `hot` when transfers come back to back or
+    /// low-latency mode keeps helpers awake.
+    pub(crate) fn for_transfer(
+        threads: usize,
+        copy_bytes: usize,
+        direction: Direction,
+        hot: bool,
+    ) -> Copier<'static> {
+        let threads = match direction {
+            Direction::HostToDevice => threads,
+            Direction::DeviceToHost => threads.min(crate::tuning::download_threads()),
+        }
+        .max(1);
+        let mut helpers = crate::tuning::helpers_to_wake(copy_bytes, threads, direction, hot);
+        if helpers == 0 {
+            return Copier {
+                threads,
+                ..Copier::solo()
+            };
+        }
+        let Some(pool) = crate::pool::global() else {
+            return Copier {
+                threads,
+                ..Copier::solo()
+            };
+        };
+        if !hot && !pool.cores_free() {
+            helpers = 0;
+        }
+        let linger = crate::tuning::linger_ns();
+        Copier {
+            pool: Some(pool),
+            threads,
+            helpers,
+            linger_ns: linger,
+            end_linger_ns: if hot { linger } else { 0 },
         }
     }
 }
 
 impl<'a> Copier<'a> {
-    /// Whether a helper thread is awake to take part of a copy now.
-    pub(crate) fn helpers_awake(&self) -> bool {
-        self.pool.is_some_and(|p| p.awake() > 0)
+    /// Pool helpers each copy enlists.
+    pub(crate) fn helpers(&self) -> usize {
+        self.helpers
     }
 
-    /// The same, for a transfer that is `back_to_back` with the ones before it:
-    /// then every split copy wakes parked helpers (they are spinning for the next
-    /// ones), where otherwise only copies of at least the pool's wake size do.
-    pub(crate) fn back_to_back(self, back_to_back: bool) -> Copier<'a> {
-        Copier {
-            back_to_back,
-            ..self
+    /// The same, for the transfer's last copy when `last` (helpers park after it
+    /// unless transfers come back to back).
+    pub(crate) fn last(self, last: bool) -> Copier<'a> {
+        if last {
+            Copier {
+                linger_ns: self.end_linger_ns,
+                ..self
+            }
+        } else {
+            self
         }
     }
 
-    /// The same, with copy-outs that flush the pinned lines they read when `flush`
-    /// (see [`copy_out`] for when that pays).
-    pub(crate) fn flushing(self, flush: bool) -> Copier<'a> {
-        Copier {
-            flush_copy_out: flush,
-            ..self
+    /// Wakes the helpers this transfer's copies will want now, ahead of its first
+    /// copy (a pipelined download's first copy-out waits for a chunk's DMA): they
+    /// spin for `tuning::PREWAKE_HOLD`, then park again if no copy came.
+    pub(crate) fn prewake(&self) {
+        if let Some(pool) = self.pool {
+            if self.helpers > 0 {
+                let hold = std::time::Duration::from_nanos(crate::tuning::prewake_hold_ns());
+                pool.heat(self.helpers, pool.deadline_in(hold), true);
+            }
         }
     }
 
     /// The same, with at most `threads` threads.
     pub(crate) fn at_most(self, threads: usize) -> Copier<'a> {
+        let threads = self.threads.min(threads).max(1);
         Copier {
-            threads: self.threads.min(threads).max(1),
+            threads,
+            helpers: self.helpers.min(threads - 1),
             ..self
         }
     }
@@ -129,19 +186,9 @@ impl<'a> Copier<'a> {
     }
 
     /// Copies `src`, pinned memory a DMA just filled, into `dst` (equal lengths; a
-    /// shorter one bounds the copy), flushing what it read when so configured
-    /// ([`Copier::flushing`]).
+    /// shorter one bounds the copy).
     pub(crate) fn copy_out(&self, dst: &mut [u8], src: &[u8]) {
-        self.run(dst, src, self.out_kind());
-    }
-
-    /// How a copy-out copies: flushing what it read when so configured.
-    fn out_kind(&self) -> CopyKind {
-        if self.flush_copy_out {
-            CopyKind::OutOfPinned
-        } else {
-            CopyKind::Plain
-        }
+        self.run(dst, src, CopyKind::Plain);
     }
 
     /// Copies `len` bytes of pinned memory at `src`, which a DMA is filling, into
@@ -161,19 +208,18 @@ impl<'a> Copier<'a> {
         len: usize,
         landed: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
-        let kind = self.out_kind();
-        let parts = copy_parts(len, self.threads);
+        let kind = CopyKind::Plain;
+        let threads = copy_parts(len, self.threads);
         match self.pool {
             // SAFETY: `dst` holds `len` bytes (condition 1) and its `&mut` borrow
             // lasts until the pool returns; condition 2 passes through.
-            Some(pool) if parts > 1 => unsafe {
+            Some(pool) if threads > 1 && self.helpers > 0 => unsafe {
                 pool.copy_after(
                     dst.as_mut_ptr(),
                     src,
                     len,
                     kind,
-                    parts,
-                    self.back_to_back,
+                    self.publication(threads),
                     landed,
                 )
             },
@@ -186,13 +232,22 @@ impl<'a> Copier<'a> {
         }
     }
 
+    /// How a copy split over `threads` threads is shared out.
+    fn publication(&self, threads: usize) -> Share {
+        Share {
+            threads,
+            helpers: self.helpers.min(threads - 1),
+            linger_ns: self.linger_ns,
+        }
+    }
+
     /// Copies `kind`-wise, split over the pool when the copy is large enough and
     /// helpers are allowed, else on the calling thread.
     fn run(&self, dst: &mut [u8], src: &[u8], kind: CopyKind) {
         let len = dst.len().min(src.len());
-        let parts = copy_parts(len, self.threads);
+        let threads = copy_parts(len, self.threads);
         match self.pool {
-            Some(pool) if parts > 1 => {
+            Some(pool) if threads > 1 && self.helpers > 0 => {
                 // SAFETY: both slices hold `len` bytes; `&mut` and `&` cannot overlap;
                 // the borrows last until the pool returns, every part done.
                 unsafe {
@@ -201,8 +256,7 @@ impl<'a> Copier<'a> {
                         src.as_ptr(),
                         len,
                         kind,
-                        parts,
-                        self.back_to_back,
+                        self.publication(threads),
                     )
                 }
             }
@@ -219,9 +273,6 @@ pub(crate) enum CopyKind {
     Plain,
     /// Streaming stores (into pinned memory the DMA engine reads next).
     Streaming,
-    /// Out of pinned memory the DMA engine writes next, flushing what it read
-    /// ([`copy_out`]).
-    OutOfPinned,
 }
 
 impl CopyKind {
@@ -235,7 +286,6 @@ impl CopyKind {
             match self {
                 CopyKind::Plain => copy(dst, src, len, false),
                 CopyKind::Streaming => copy(dst, src, len, true),
-                CopyKind::OutOfPinned => copy_out(dst, src, len),
             }
         }
     }
@@ -302,90 +352,6 @@ pub(crate) const STREAMING_MIN_BYTES: usize = 32 << 10;
 /// Whether an upload of `bytes` writes its pinned bytes with streaming stores.
 pub(crate) fn streams(bytes: usize) -> bool {
     bytes >= STREAMING_MIN_BYTES
-}
-
-/// Copies `len` bytes out of pinned memory that the DMA engine writes again next
-/// time, and flushes each source line from the CPU caches after copying it
-/// (`clflushopt`, where the CPU has it; a plain copy elsewhere). Used only for
-/// pipelined downloads under 8 MiB that fit the pinned window, in a tight loop
-/// ([`Copier::flushing`]).
-///
-/// A DMA into host lines the CPU still caches is slow: the device's writes must
-/// invalidate them. On the 16-core H200 host (`frames` bench, `chunks` section,
-/// p50), `download_into` of 1 MiB took 26-27 µs back to back and 43-47 µs when
-/// the caller had read each result. `download`'s copy-out reads every line of the
-/// window, so back to back each next download paid that. In one run, two builds
-/// alternating, twice each (`download` with 16 threads into one reused destination,
-/// no other transfer in between):
-///
-/// | bytes | plain copy-out | flushing copy-out |
-/// |---:|---:|---:|
-/// | 1 MiB | 43.5, 42.3 µs | 37.4, 37.3 µs |
-/// | 2 MiB | 76.6, 74.6 µs | 67.6, 67.7 µs |
-/// | 4915200 | 176.6, 174.4 µs | 138.0, 121.4 µs |
-///
-/// The flush costs more than it saves when the lines had left the caches anyway
-/// or few threads copy: in the same run, the same downloads interleaved with nine
-/// other buffers' took 114.5-115.4 µs plain against 130.3-155.8 µs flushing at
-/// 4915200 B, and one download of 150528 B after a 2 ms sleep 28.9-32.0 µs
-/// against 38.7-38.8 µs. Flushing every copy-out of three or more transfers in a
-/// row (the full bench at a0f175b) slowed back-to-back downloads of 4 to 64 KiB
-/// (32 KiB: 14.8 µs against 10.8 µs at 4fe1619), of 16 MiB (551 against 476 µs)
-/// and 32 MiB (1599 against 738 µs), where the copy-out of the reused window
-/// slots, not the DMA, is the bottleneck, while 1 to 8 MiB gained (4 MiB: 121
-/// against 187 µs). Hence only pipelined downloads that fit the window, in a
-/// tight loop, and under 8 MiB, where the copy-out runs on fewer threads and the
-/// flush slowed 16 MiB from 354 to 531 µs (`Plan::flushes_copy_out`).
-/// (`prefetchnta` reads changed nothing, `cldemote` helped less than the flush.)
-///
-/// # Safety
-/// 1. As [`copy`].
-pub(crate) unsafe fn copy_out(dst: *mut u8, src: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if len >= 4096 && crate::cpu::has_clflushopt() {
-            // SAFETY: condition 1 passes through; the CPU has `clflushopt`.
-            unsafe { copy_out_flushing(dst, src, len) };
-            return;
-        }
-    }
-    // SAFETY: condition 1.
-    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
-}
-
-/// [`copy_out`] on x86-64: copies 4 KiB at a time, then flushes every cache line of
-/// the source that the block touched.
-///
-/// # Safety
-/// 1. As [`copy`].
-/// 2. The CPU has `clflushopt`.
-#[cfg(target_arch = "x86_64")]
-unsafe fn copy_out_flushing(dst: *mut u8, src: *const u8, len: usize) {
-    const BLOCK: usize = 4096;
-    let mut off = 0;
-    while off < len {
-        let n = (len - off).min(BLOCK);
-        // SAFETY: `off + n <= len` (condition 1).
-        unsafe { std::ptr::copy_nonoverlapping(src.add(off), dst.add(off), n) };
-        // Every line the block touched; a line shared with the next block is
-        // flushed twice, which is harmless.
-        let mut line = (src as usize + off) & !63;
-        while line < src as usize + off + n {
-            // SAFETY: the line holds at least one source byte, so it is mapped
-            // (condition 1). `clflushopt` writes a dirty line back and drops it
-            // from the caches without changing memory, so the partial first and
-            // last lines, which may hold other bytes, keep their contents. The CPU
-            // has the instruction (condition 2).
-            unsafe {
-                std::arch::asm!("clflushopt [{}]", in(reg) line, options(nostack, preserves_flags))
-            };
-            line += 64;
-        }
-        off += n;
-    }
-    // SAFETY: `sfence` has no preconditions; it orders the flushes before whatever
-    // the caller does next (reporting the part done, queueing the next DMA).
-    unsafe { std::arch::x86_64::_mm_sfence() };
 }
 
 /// Copies `len` bytes; with `streaming`, bypassing the caches where the CPU allows.

@@ -1,14 +1,5 @@
 //! What the CPU has, asked once through CPUID (x86-64): the instructions the host
-//! copies use where they exist (`clflushopt` for the flushing copy-out,
-//! `prefetchw` for the gated copy-out's prefetch).
-
-/// Whether the CPU has `clflushopt` (CPUID leaf 7, EBX bit 23), asked once.
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn has_clflushopt() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    // Leaf 0 reports the highest leaf; ask leaf 7 only when it exists.
-    *HAS.get_or_init(|| cpuid(0).eax >= 7 && cpuid_count(7, 0).ebx & (1 << 23) != 0)
-}
+//! copies use where they exist (`prefetchw` for the gated copy-out's prefetch).
 
 /// Whether the CPU has `prefetchw` (CPUID `0x8000_0001`, ECX bit 8), asked once.
 #[cfg(target_arch = "x86_64")]
@@ -31,16 +22,6 @@ fn cpuid(leaf: u32) -> std::arch::x86_64::CpuidResult {
     }
 }
 
-/// CPUID `leaf`, sub-leaf `sub`.
-#[cfg(target_arch = "x86_64")]
-fn cpuid_count(leaf: u32, sub: u32) -> std::arch::x86_64::CpuidResult {
-    #[allow(unused_unsafe)]
-    // SAFETY: every x86-64 CPU has the CPUID instruction.
-    unsafe {
-        std::arch::x86_64::__cpuid_count(leaf, sub)
-    }
-}
-
 #[cfg(all(test, target_arch = "x86_64", target_os = "linux"))]
 mod tests {
     use super::*;
@@ -53,15 +34,6 @@ mod tests {
             .find(|l| l.starts_with("flags"))
             .unwrap_or_default();
         flags.split_whitespace().any(|f| f == flag)
-    }
-
-    /// The flushing copy-out runs where the CPU has `clflushopt`: CPUID agrees with
-    /// what the kernel reports.
-    #[test]
-    fn clflushopt_detection_agrees_with_the_kernel() {
-        let kernel = kernel_reports("clflushopt");
-        assert_eq!(has_clflushopt(), kernel, "CPUID against /proc/cpuinfo");
-        assert_eq!(has_clflushopt(), kernel, "the cached answer");
     }
 
     /// `prefetchw` is used only where the kernel reports it too (the flag is

@@ -113,12 +113,6 @@ impl<D: Copy> Job<D> {
         (self.claim.load(Ordering::Acquire) & FIELD_MASK) as usize
     }
 
-    /// Whether a part is left to claim.
-    pub(crate) fn has_unclaimed(&self) -> bool {
-        let w = self.claim.load(Ordering::Acquire);
-        (w & FIELD_MASK) < ((w >> PARTS_SHIFT) & FIELD_MASK)
-    }
-
     /// A worker finished a part it claimed (step 3).
     pub(crate) fn finish_part(&self) {
         self.done.fetch_add(1, Ordering::Release);
@@ -200,12 +194,12 @@ mod tests {
         assert!(job.claim().is_none(), "nothing published yet");
         // SAFETY: we own the job and nothing was claimed before.
         unsafe { job.publish(11, 3) };
-        assert!(job.has_unclaimed());
+        assert_eq!(job.claimed(), 0);
         assert_eq!(job.claim(), Some((0, 11)));
         assert_eq!(job.claim(), Some((1, 11)));
         assert_eq!(job.claim(), Some((2, 11)));
         assert_eq!(job.claim(), None);
-        assert!(!job.has_unclaimed());
+        assert_eq!(job.claimed(), 3);
         job.wait_done(0);
         // SAFETY: every part was claimed and run by this thread.
         unsafe { job.publish(12, 1) };

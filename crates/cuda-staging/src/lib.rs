@@ -56,37 +56,41 @@
 //! # The copy pool, frame loops and CPU cost
 //!
 //! One pool of copy threads serves every buffer and ring in the process:
-//! [`pool_threads`] workers (one fewer than the cores, at most 15) plus one
-//! scheduler thread, started at the first copy that wants helpers. A transfer uses
-//! up to [`StagingBuffer::copy_threads`] threads of it (the caller included; by
-//! default every core, at most 16, and at most 8 for uploads);
-//! concurrent transfers share the free workers, and none waits for another's copy.
+//! [`pool_threads`] helpers (one fewer than the cores, at most 15; set with
+//! `CUDA_STAGING_COPY_THREADS` or [`set_copy_pool_threads`], `0` for none), started
+//! at the first copy that wants help, parked between transfers. A transfer's host
+//! copy is split over at most [`StagingBuffer::copy_threads`] threads, the caller
+//! included ([`DEFAULT_COPY_THREADS`], 4); concurrent transfers share the free
+//! helpers, and none waits for another's copy. [`pool_stats`] says how many helpers
+//! run and how much CPU they have used.
 //!
-//! A program that calls once per frame finds idle threads parked: a worker spins
-//! 200 µs after its last part, then sleeps. So each buffer watches the rhythm of its
-//! transfers, and when the gaps repeat (every frame, or an upload-download pattern)
-//! it tells the pool when the next one is due; the scheduler wakes the helpers it will
-//! want (as many as the frame's largest host copy will use: one per 16 KiB of it
-//! from 64 KiB, the caller included, at most 7) 300 µs early, and they spin until
-//! the transfer comes, or 500 µs past the predicted time. **CPU cost of the
-//! default:** about 0.35 ms of spinning per helper per predicted frame (frames of
-//! 128 KiB and more at 60 fps, such as 150528 B or 4.7 MB: 7 helpers, about 15% of
-//! one core; 64 KiB frames: 3 helpers, about 6%), plus a scheduler thread
-//! that wakes every millisecond while predictions are live. Nothing is woken for
-//! transfers that copy nothing (`upload_with`, `download_into`) or have no rhythm.
-//! A buffer called in a tight loop (its third transfer or later with gaps under
-//! 200 µs) wakes parked helpers for every split copy, and they spin 200 µs past
-//! its last transfer; from the eighth transfer in a row, a pipelined download's
-//! copy-out also flushes the pinned lines it read, so the next DMA into them does
-//! not have to invalidate them in the CPU caches. A download of up to 512 KiB
-//! hands its copy-out to the helpers before it waits for its DMA: they prefetch
-//! their part of the destination and spin until the DMA has landed, for at most
-//! 200 µs: a helper still waiting then (the download queued behind long work on
-//! its stream) hands its part back to the caller, so it costs no more spinning
-//! than a worker's own 200 µs after a copy.
-//! [`StagingBuffer::set_low_latency`] keeps the helpers spinning between
-//! transfers instead: **one core per helper, continuously**, while transfers keep
-//! coming at least every 100 ms.
+//! Helpers are woken by the transfer that needs them and spin only while work is
+//! microseconds away:
+//! - After a gap (a frame loop), a copy under 512 KiB is done by the caller alone
+//!   (an upload of 64 KiB or more in two halves, so the copy of the second overlaps
+//!   the DMA of the first); a larger one wakes one helper per 512 KiB, up to the
+//!   buffer's copy threads. The caller starts at once, and helpers take the parts
+//!   that are left when they arrive (a parked thread on an idle core takes tens of
+//!   µs to run). A pipelined download wakes its helpers when it starts, so they are
+//!   up by the time its first chunk has landed.
+//! - After its last part a helper spins 50 µs (the next chunk of the same transfer,
+//!   the next transfer of a tight loop), then parks. So a frame loop's helpers cost
+//!   its frames' copies plus about 50 µs each, and nothing between frames.
+//! - A buffer called in a tight loop (its third transfer or later with gaps under
+//!   200 µs) uses one helper per 128 KiB of copy from 64 KiB; from the eighth
+//!   transfer in a row a pipelined download's copy-out also flushes the pinned
+//!   lines it read, so the next DMA into them does not have to invalidate them in
+//!   the CPU caches. A download of up to 512 KiB with helpers hands them its
+//!   copy-out before it waits for its DMA: they prefetch their part of the
+//!   destination and copy the moment it lands (a helper still waiting after
+//!   100 µs, the download queued behind long work, hands its part back).
+//! - [`StagingBuffer::set_low_latency`] keeps the buffer's helpers spinning between
+//!   transfers instead: **one core per helper, continuously**, while transfers keep
+//!   coming at least every 100 ms.
+//!
+//! Nothing is woken for transfers that copy nothing (`upload_with`,
+//! `download_into`). The measured CPU per frame of every path, beside its latency,
+//! is in the tables below.
 //!
 //! # Stream semantics
 //!
@@ -161,16 +165,16 @@
 #![doc = include_str!("../../../docs/measurements-table.md")]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod arrivals;
 mod batch;
 mod buffer;
+mod burst;
 mod calibration;
 mod capacity;
 mod copy;
 mod cpu;
+mod cpu_clock;
 mod elements;
 mod events;
-mod helpers;
 mod job;
 mod pipeline;
 mod pool;
@@ -180,9 +184,10 @@ mod routing;
 mod settings;
 mod stats;
 mod sync;
+mod tuning;
 
 pub use batch::{DownloadBatch, Landed, Part, UploadBatch, MAX_BATCH_PARTS};
-pub use buffer::{default_copy_threads, StagingBuffer, MAX_COPY_THREADS};
+pub use buffer::{default_copy_threads, StagingBuffer, DEFAULT_COPY_THREADS, MAX_COPY_THREADS};
 pub use calibration::{Calibration, CalibrationSample};
 pub use copy::copy_for_dma;
 #[doc(hidden)]
@@ -192,10 +197,15 @@ pub use cuda_core::{
     PinnedBuffer, Result, Stream,
 };
 pub use pipeline::PIPELINE_WINDOW_BYTES;
-pub use pool::{pool_threads, pool_threads_started};
+pub use pool::{
+    pool_stats, pool_threads, pool_threads_started, set_copy_pool_threads, PoolStats,
+    COPY_THREADS_ENV, MAX_POOL_THREADS,
+};
 pub use ring::{BatchTicket, RingStats, StagingRing, Ticket, DEFAULT_RING_SLOTS, MAX_RING_SLOTS};
 pub use routing::{Direction, PerDirection, DEFAULT_STAGE_MIN_BYTES};
 pub use stats::StagingStats;
+#[doc(hidden)]
+pub use tuning::{pool_tuning, set_pool_tuning, PoolTuning};
 
 /// The seed's routing threshold for [`StagingBuffer::upload`] / [`StagingBuffer::download`]:
 /// 512 KiB.

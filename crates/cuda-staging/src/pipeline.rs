@@ -27,9 +27,9 @@ pub(crate) const MAX_SLOTS: usize = 8;
 /// one piece (when the copy threads are awake); larger ones are cut.
 const PIPELINE_MIN_BYTES: [usize; 2] = [1 << 20, 512 << 10];
 
-/// Uploads from this size, when the copy threads are parked, are cut in two even
-/// chunks: the calling thread copies mostly alone, and the copy of the second half
-/// overlaps the DMA of the first. After a 2 ms sleep on the 16-core H200 host
+/// Uploads from this size that the calling thread copies alone (no pool helper takes
+/// part) are cut in two even chunks, so the copy of the second half overlaps the DMA
+/// of the first. After a 2 ms sleep on the 16-core H200 host
 /// (`frame_probe`, p50): 150528 B in 28.5 µs against 33.8 µs in one piece (the
 /// driver's pageable path: 37.7 µs); 64 KiB 24.4 against 26.1 (32.2).
 ///
@@ -53,7 +53,8 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// `chunk` 0 picks the measured default for the direction (see
-    /// [`auto_chunk_bytes`]); `cold` says the copy threads are parked.
+    /// [`auto_chunk_bytes`]); `cold` says the caller copies alone (no pool helper
+    /// takes part).
     pub(crate) fn new(
         bytes: usize,
         window: usize,
@@ -76,26 +77,6 @@ impl Plan {
     /// Whether a slot is used more than once (so each needs an event).
     pub(crate) fn reuses(&self) -> bool {
         self.chunks > self.slots
-    }
-
-    /// Whether the copy-out of this transfer flushes the pinned lines it read (see
-    /// `copy::copy_out`): only where that measured faster, a pipelined download
-    /// that fits the window, under [`LARGE_DOWNLOAD_BYTES`], in a tight loop.
-    ///
-    /// From [`LARGE_DOWNLOAD_BYTES`] the copy-out runs on
-    /// [`LARGE_DOWNLOAD_THREADS`] threads, and there the flush costs the copy more
-    /// than it saves the DMA. On the 16-core H200 host (`download`, back to back,
-    /// variants interleaved, two runs, p50): 8 MiB took 284 and 299 µs flushing
-    /// against 247 and 286 µs not, 16 MiB 531 and 709 µs against 354 and 435 µs
-    /// (`download_into`: 160 and 311 µs). Below it, with 16 threads, flushing won
-    /// at every size: 1 MiB 44.0 against 50.5 µs, 2 MiB 74.5 against 87.5,
-    /// 4915200 B 133.9 against 193.5.
-    pub(crate) fn flushes_copy_out(&self, direction: Direction, tight_loop: bool) -> bool {
-        tight_loop
-            && direction == Direction::DeviceToHost
-            && self.chunks > 1
-            && !self.reuses()
-            && self.bytes < LARGE_DOWNLOAD_BYTES
     }
 
     /// (offset, length, slot) of chunk `k`.
@@ -169,7 +150,9 @@ impl Stage<'_> {
         if plan.chunks == 1 {
             let bytes = plan.bytes;
             let slot = window.as_mut_slice()?;
-            copier.copy(&mut slot[..bytes], src, streams(bytes));
+            copier
+                .last(true)
+                .copy(&mut slot[..bytes], src, streams(bytes));
             stream.memcpy_htod(&window.slice(..bytes)?, dst)?;
             return stream.synchronize();
         }
@@ -181,7 +164,7 @@ impl Stage<'_> {
                 // The DMA that last read this slot has completed after this.
                 events[s].synchronize()?;
             }
-            copier.copy(
+            copier.last(k + 1 == plan.chunks).copy(
                 &mut slot.as_mut_slice()?[..len],
                 &src[off..off + len],
                 streams(len),
@@ -195,8 +178,6 @@ impl Stage<'_> {
     }
 
     /// Stages `src` into `dst` (equal lengths), returning once every byte is there.
-    /// Downloads of [`LARGE_DOWNLOAD_BYTES`] and more copy out on at most
-    /// [`LARGE_DOWNLOAD_THREADS`] threads.
     ///
     /// Where a mid-size download's time goes, back to back on the 16-core H200
     /// host (flushing copy-out, clock stamps inside this function, p50 of 300):
@@ -248,11 +229,7 @@ impl Stage<'_> {
             copier,
             plan,
         } = self;
-        let copier = if plan.bytes >= LARGE_DOWNLOAD_BYTES {
-            copier.at_most(LARGE_DOWNLOAD_THREADS)
-        } else {
-            copier
-        };
+        let copier = copier.last(plan.chunks == 1);
         if plan.chunks == 1 && plan.bytes > GATED_COPY_OUT_MAX_BYTES {
             // One piece only because a chunk size was set: measured nowhere gated.
             stream.memcpy_dtoh(src, window)?;
@@ -294,7 +271,9 @@ impl Stage<'_> {
             let (off, len, s) = plan.chunk(k);
             events[s].synchronize()?;
             let slot = slots[s].as_ref().ok_or_else(|| internal("missing slot"))?;
-            copier.copy_out(&mut dst[off..off + len], &slot.as_slice()?[..len]);
+            copier
+                .last(k + 1 == plan.chunks)
+                .copy_out(&mut dst[off..off + len], &slot.as_slice()?[..len]);
             if k + plan.slots < plan.chunks {
                 issue(&mut slots, events, k + plan.slots)?;
             }
@@ -308,14 +287,6 @@ impl Stage<'_> {
 /// and the largest measured. A larger one in one piece (a chunk size set with
 /// `set_pipeline_chunk_bytes`) publishes after the wait.
 const GATED_COPY_OUT_MAX_BYTES: usize = PIPELINE_MIN_BYTES[1];
-
-/// Downloads from this size copy out on at most [`LARGE_DOWNLOAD_THREADS`] threads.
-/// Their copy-out reads memory rather than cache, and on the 32-core H200 host more
-/// threads then slowed the DMA they compete with: 8 MiB took 254 µs on 8 threads and
-/// 276 µs on 16, 16 MiB 522 µs and 631 µs (`copy_probe`, interleaved runs).
-const LARGE_DOWNLOAD_BYTES: usize = 8 << 20;
-/// See [`LARGE_DOWNLOAD_BYTES`].
-const LARGE_DOWNLOAD_THREADS: usize = 8;
 
 /// Views of the plan's slots, each `chunk_bytes` long, at the start of `window`.
 fn slot_views<'a>(
@@ -364,35 +335,6 @@ mod tests {
             Plan::new(1 << 20, 1 << 20, 0, Direction::HostToDevice, false).chunks,
             1
         );
-    }
-
-    #[test]
-    fn only_tight_loops_of_mid_size_pipelined_downloads_flush_their_copy_out() {
-        let d2h = Direction::DeviceToHost;
-        let plan = |bytes, window| Plan::new(bytes, window, 0, d2h, false);
-        for bytes in [1 << 20, 2 << 20, 4_915_200, (8 << 20) - 4096] {
-            let p = plan(bytes, PIPELINE_WINDOW_BYTES);
-            assert!(p.flushes_copy_out(d2h, true), "{p:?}");
-            assert!(
-                !p.flushes_copy_out(d2h, false),
-                "not in a tight loop: {p:?}"
-            );
-            assert!(
-                !p.flushes_copy_out(Direction::HostToDevice, true),
-                "uploads never: {p:?}"
-            );
-        }
-        // From 8 MiB the copy-out runs on fewer threads and the flush loses.
-        for bytes in [8 << 20, 16 << 20] {
-            let p = plan(bytes, bytes);
-            assert!(p.chunks > 1 && !p.reuses(), "{p:?}");
-            assert!(!p.flushes_copy_out(d2h, true), "{p:?}");
-        }
-        // One piece, or slots reused within the transfer: no flush either.
-        assert!(!plan(512 << 10, 512 << 10).flushes_copy_out(d2h, true));
-        let reused = plan(4 << 20, 1 << 20);
-        assert!(reused.reuses(), "{reused:?}");
-        assert!(!reused.flushes_copy_out(d2h, true));
     }
 
     #[test]

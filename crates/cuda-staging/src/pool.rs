@@ -1,58 +1,77 @@
 //! The process-wide pool of copy threads that every [`crate::StagingBuffer`] shares.
 //!
-//! - **Bounded:** one pool per process, started at the first copy that wants help,
-//!   with [`pool_threads`] workers (one fewer than the cores, at most 15) plus one
-//!   scheduler thread: never more threads than cores, however many buffers exist.
-//! - **Shared without waiting on each other:** a copy is published as a [`Job`] in a
-//!   free slot (32 slots, one per concurrent copy) and offered to free workers
-//!   through their own mailboxes (`mailbox.rs`), awake ones first. Enlisted workers
-//!   claim its parts; the publishing thread claims whatever is left and waits only
-//!   for parts a running worker took (bounded by one part). Two buffers copying at
-//!   once each get the workers that are free, and neither waits for the other's copy.
-//! - **Awake when a transfer comes:** a worker spins on its own mailbox for [`SPIN`]
-//!   after its last part (back-to-back transfers pay no wake-up), then parks. A
-//!   buffer whose transfers arrive periodically (a frame loop) tells the pool when
-//!   it expects the next one and how many helpers it will want; the scheduler
-//!   thread wakes that many workers shortly before, and buffers in low-latency mode
-//!   keep theirs spinning (see `schedule.rs`).
+//! - **Bounded, and sized by the program:** one pool per process, started at the
+//!   first copy that wants help, with [`crate::pool_threads`] helper threads (by
+//!   default one fewer than the cores, at most 15; `CUDA_STAGING_COPY_THREADS` or
+//!   [`crate::set_copy_pool_threads`] set it, 0 meaning every copy runs on its
+//!   caller's thread alone). Never more threads, however many buffers exist.
+//! - **Woken by the transfer that needs them, parked otherwise:** nothing of the
+//!   pool runs between transfers. A copy is published as a [`Job`] in a free slot
+//!   (32 slots, one per concurrent copy), offered to free workers that are awake
+//!   through their own mailboxes (`mailbox.rs`), and to as many parked ones as its
+//!   transfer may wake (`tuning::helpers_to_wake`: none for a small copy after a
+//!   gap). The publishing thread starts on the parts at once and helpers join as
+//!   they come; a copy is cut in small parts, so a helper that wakes late still
+//!   finds work and one that the OS preempts holds up little. A pipelined download
+//!   wakes its helpers when it starts ([`Pool::heat`]), so they are up when its
+//!   first chunk lands.
+//! - **Spinning only while work is microseconds away:** a worker spins for
+//!   `tuning::LINGER` after its last part (the next chunk of the same transfer, the
+//!   next transfer of a tight loop), then parks. Buffers in low-latency mode keep
+//!   theirs spinning between transfers ([`Pool::heat`] with a later deadline). Each
+//!   worker counts its CPU time when it parks ([`crate::pool_stats`]).
+//! - **Shared without waiting on each other:** two buffers copying at once each get
+//!   the workers that are free; the publisher claims whatever is left and waits
+//!   only for parts a running worker took.
 //! - **Helpers ready before the source is:** a download's copy-out can be published
 //!   before its DMA has landed, behind the job's gate (`gate.rs`, [`Pool::copy_after`]):
 //!   helpers prefetch their part of the destination while the DMA runs and copy the
 //!   moment it lands.
-//! - **Never waiting for a cold worker:** a parked worker is enlisted only for copies
-//!   of at least [`WAKE_MIN_BYTES`] or of a buffer called back to back (at most two
-//!   directly; each that wakes to find work left brings one more); otherwise the
-//!   publisher copies the parts itself, and never waits for a worker to wake.
 //!
 //! Nothing allocates and no thread starts per transfer.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
 use crate::copy::CopyKind;
+use crate::cpu_clock::thread_cpu_ns;
 use crate::job::{Job, MAX_PARTS};
 use crate::prefetch::prefetch_for_write;
-use crate::sync::{spin_hint, AtomicU64, Ordering};
+use crate::sync::{fence, spin_hint, AtomicU64, Ordering};
+use crate::tuning;
 
+mod control;
 mod gate;
 mod mailbox;
-mod schedule;
 
+pub(crate) use control::{existing, global};
+pub use control::{
+    pool_stats, pool_threads, pool_threads_started, set_copy_pool_threads, PoolStats,
+    COPY_THREADS_ENV, MAX_POOL_THREADS,
+};
 use gate::{AtGate, Gate};
 use mailbox::{Mailbox, Offer};
-pub(crate) use schedule::Client;
-use schedule::{ClientSlot, MAX_CLIENTS};
 
-/// How long a worker spins after its last part before it parks.
-pub(crate) const SPIN: Duration = Duration::from_micros(200);
-/// A copy of at least this size wakes parked workers when too few are awake.
-pub(crate) const WAKE_MIN_BYTES: usize = 512 << 10;
 /// Concurrent copies the pool takes; more copy on their own thread alone.
 const MAX_JOBS: usize = 32;
 /// Parts are cut at this granularity, so no two threads share a page.
 const PART_ALIGN: usize = 4096;
+/// The smallest part: about a µs of copying, against a claim of tens of ns.
+const PART_MIN_BYTES: usize = 16 << 10;
+/// A spinning worker reads its CPU clock (a system call) at most this often.
+const CPU_READ_NS: u64 = 1_000_000;
+
+/// How a copy is shared out: over up to `threads` threads, the caller included,
+/// `helpers` of them pool workers (free ones that are awake first, then parked ones
+/// woken for it), each spinning `linger_ns` after its last part for the next copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Share {
+    pub(crate) threads: usize,
+    pub(crate) helpers: usize,
+    pub(crate) linger_ns: u64,
+}
 
 /// One copy of `len` bytes cut into parts of `per` bytes.
 #[derive(Clone, Copy)]
@@ -64,6 +83,8 @@ struct CopyDesc {
     kind: CopyKind,
     /// Published before the source is ready: parts wait at the job's gate.
     gated: bool,
+    /// How long a helper spins after a part of this copy ([`Share::linger_ns`]).
+    linger_ns: u64,
 }
 
 // SAFETY: the pointers are plain addresses handed over under the job protocol; the
@@ -78,6 +99,7 @@ impl CopyDesc {
         per: 1,
         kind: CopyKind::Plain,
         gated: false,
+        linger_ns: 0,
     };
 
     /// Copies part `i`. When gated, first waits at `gate` (`gate.rs`): a part whose
@@ -127,18 +149,53 @@ impl CopyDesc {
 struct WorkerState {
     /// Where publishers enlist the worker, and its "about to park" flag.
     mailbox: Mailbox,
-    /// Nanoseconds (pool clock) until which the worker spins even without work.
+    /// Nanoseconds (pool clock) until which the worker spins even without work: a
+    /// pipelined download's early wake-up, or low-latency mode ([`Pool::heat`]).
     hot_until: AtomicU64,
     /// Times the worker came back from parking.
     wakes: AtomicU64,
+    /// Pool-clock nanoseconds when a transfer last unparked the worker (0: none
+    /// since it last ran), for the wake-up latency ([`Pool::cores_free`]).
+    unparked_at: AtomicU64,
+    /// Parts of other threads' copies the worker copied.
+    parts: AtomicU64,
+    /// The worker's CPU time in nanoseconds, as of its last look at its clock
+    /// (when it parks, and every [`CPU_READ_NS`] while it spins).
+    cpu_ns: AtomicU64,
     thread: OnceLock<Thread>,
 }
 
 impl WorkerState {
+    fn new() -> WorkerState {
+        WorkerState {
+            mailbox: Mailbox::new(),
+            hot_until: AtomicU64::new(0),
+            wakes: AtomicU64::new(0),
+            unparked_at: AtomicU64::new(0),
+            parts: AtomicU64::new(0),
+            cpu_ns: AtomicU64::new(0),
+            thread: OnceLock::new(),
+        }
+    }
+
     /// Unparks the worker's thread (once it has started).
     fn unpark(&self) {
         if let Some(t) = self.thread.get() {
             t.unpark();
+        }
+    }
+
+    /// Unparks the worker for a transfer at pool-clock `now`, noting when, so that
+    /// the worker can tell how long it took to run.
+    fn wake_at(&self, now: u64) {
+        self.unparked_at.store(now.max(1), Ordering::Relaxed);
+        self.unpark();
+    }
+
+    /// Stores the worker's CPU time; called on the worker's own thread.
+    fn record_cpu(&self) {
+        if let Some(ns) = thread_cpu_ns() {
+            self.cpu_ns.store(ns, Ordering::Relaxed);
         }
     }
 }
@@ -148,120 +205,112 @@ pub(crate) struct Pool {
     jobs: Box<[Job<CopyDesc>]>,
     /// One per job slot (`gate.rs`).
     gates: Box<[Gate]>,
+    /// Every worker the pool can have; the first `started` have a thread.
     workers: Box<[WorkerState]>,
+    /// Workers whose thread was started (`workers[..started]`).
+    started: AtomicUsize,
+    /// Workers copies may enlist (`workers[..limit]`, at most `started` once the
+    /// pool is in use): the pool's size as the program set it.
+    limit: AtomicUsize,
     /// Workers not parked.
     awake: AtomicUsize,
-    clients: Box<[ClientSlot]>,
-    scheduler: OnceLock<Thread>,
-    scheduler_idle: AtomicBool,
+    /// Where [`Pool::heat`] starts its scan for an early wake-up, moved on by each
+    /// so concurrent transfers wake different workers.
+    next_heat: AtomicUsize,
+    /// How long woken workers took to run lately: a moving average, in ns.
+    wake_latency_ns: AtomicU64,
+    /// Pool-clock nanoseconds of the last transfer that woke helpers although the
+    /// cores looked busy, to see whether they still are ([`Pool::cores_free`]).
+    last_probe: AtomicU64,
+    /// The started threads, for [`Pool::stop`] (and growth, which takes the lock).
+    handles: Mutex<Vec<JoinHandle<()>>>,
     shutdown: AtomicBool,
     epoch: Instant,
 }
 
-/// Workers of the process-wide pool: one fewer than the cores, at most 15, so with
-/// the scheduler the pool never has more threads than cores. 0 on a one-core
-/// machine, where no pool starts and every copy runs on its caller's thread.
-///
-/// Why at most 15 on larger machines too, measured on the 32-core host of two
-/// H200s: a pool of 31 workers took two GPUs' concurrent 4915200-byte `download`s
-/// from 33-38 to 52-54 GB/s in all (interleaved A/B, two rounds; uploads unchanged),
-/// but in a full `cargo xtask bench` run with it two GPUs' 64 MiB `upload`s moved
-/// 36.4 GB/s, less than one GPU's 40.6, with up to 34 threads wanting 32 cores
-/// (that run's pageable baselines were also 20-30% slower than an hour before, so
-/// the host may share the blame). Raising the cap waits for a run that tells the two
-/// apart.
-pub fn pool_threads() -> usize {
-    std::thread::available_parallelism().map_or(0, |n| n.get().min(16) - 1)
-}
-
-static GLOBAL: OnceLock<Option<Arc<Pool>>> = OnceLock::new();
-
-/// The process-wide pool, started on first use; `None` when its threads could not
-/// be started (then every copy runs on its caller's thread).
-pub(crate) fn global() -> Option<&'static Arc<Pool>> {
-    GLOBAL
-        .get_or_init(|| match pool_threads() {
-            0 => None,
-            n => Pool::start(n).ok().map(|(p, _)| p),
-        })
-        .as_ref()
-}
-
-/// Threads the process-wide pool has started: 0 before the first copy that wants
-/// helpers, then [`pool_threads`] workers plus its scheduler, for the life of the
-/// process, however many buffers use it.
-pub fn pool_threads_started() -> usize {
-    GLOBAL
-        .get()
-        .and_then(Option::as_ref)
-        .map_or(0, |p| p.workers() + 1)
-}
-
 impl Pool {
-    /// Starts a pool of `workers` workers and its scheduler; returns the join
-    /// handles (the process-wide pool never joins them).
-    pub(crate) fn start(workers: usize) -> std::io::Result<(Arc<Pool>, Vec<JoinHandle<()>>)> {
-        let pool = Arc::new(Pool {
+    /// A pool that can grow to `capacity` workers, with none started yet and a size
+    /// of `limit`.
+    pub(crate) fn new(capacity: usize, limit: usize) -> Arc<Pool> {
+        Arc::new(Pool {
             jobs: (0..MAX_JOBS).map(|_| Job::new(CopyDesc::EMPTY)).collect(),
             gates: (0..MAX_JOBS).map(|_| Gate::new()).collect(),
-            workers: (0..workers)
-                .map(|_| WorkerState {
-                    mailbox: Mailbox::new(),
-                    hot_until: AtomicU64::new(0),
-                    wakes: AtomicU64::new(0),
-                    thread: OnceLock::new(),
-                })
-                .collect(),
-            awake: AtomicUsize::new(workers),
-            clients: (0..MAX_CLIENTS).map(|_| ClientSlot::new()).collect(),
-            scheduler: OnceLock::new(),
-            scheduler_idle: AtomicBool::new(false),
+            workers: (0..capacity).map(|_| WorkerState::new()).collect(),
+            started: AtomicUsize::new(0),
+            limit: AtomicUsize::new(limit.min(capacity)),
+            awake: AtomicUsize::new(0),
+            next_heat: AtomicUsize::new(0),
+            wake_latency_ns: AtomicU64::new(0),
+            last_probe: AtomicU64::new(0),
+            handles: Mutex::new(Vec::new()),
             shutdown: AtomicBool::new(false),
             epoch: Instant::now(),
-        });
-        let mut handles = Vec::with_capacity(workers + 1);
-        let spawned = (|| -> std::io::Result<()> {
-            for i in 0..workers {
-                let p = Arc::clone(&pool);
-                let h = std::thread::Builder::new()
-                    .name(format!("staging-copy-{i}"))
-                    .spawn(move || p.worker(i))?;
-                let _ = pool.workers[i].thread.set(h.thread().clone());
-                handles.push(h);
-            }
-            let p = Arc::clone(&pool);
-            let h = std::thread::Builder::new()
-                .name("staging-sched".into())
-                .spawn(move || p.schedule())?;
-            let _ = pool.scheduler.set(h.thread().clone());
-            handles.push(h);
-            Ok(())
-        })();
-        if let Err(e) = spawned {
-            pool.stop(handles);
-            return Err(e);
-        }
-        Ok((pool, handles))
+        })
     }
 
-    /// Stops the workers and the scheduler and joins them (for pools other than the
-    /// process-wide one).
-    pub(crate) fn stop(&self, handles: Vec<JoinHandle<()>>) {
+    /// A pool with `workers` workers started (for tests; the process-wide one
+    /// starts through [`global`]). Stop it with [`Pool::stop`].
+    #[cfg(test)]
+    pub(crate) fn start(workers: usize) -> std::io::Result<Arc<Pool>> {
+        let pool = Pool::new(workers, workers);
+        match pool.grow() {
+            Ok(_) => Ok(pool),
+            Err(e) => {
+                pool.stop();
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts threads for the workers up to the pool's size; returns how many run.
+    /// On an error the size drops to the threads that did start.
+    pub(crate) fn grow(self: &Arc<Self>) -> std::io::Result<usize> {
+        let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
+        let want = self.limit.load(Ordering::Relaxed).min(self.workers.len());
+        let mut started = self.started.load(Ordering::Relaxed);
+        while started < want {
+            let p = Arc::clone(self);
+            let i = started;
+            // Counted awake before it runs: it spins its linger first, then parks.
+            self.awake.fetch_add(1, Ordering::Relaxed);
+            let spawned = std::thread::Builder::new()
+                .name(format!("staging-copy-{i}"))
+                .spawn(move || p.worker(i));
+            match spawned {
+                Ok(h) => {
+                    let _ = self.workers[i].thread.set(h.thread().clone());
+                    handles.push(h);
+                    started += 1;
+                    self.started.store(started, Ordering::Release);
+                }
+                Err(e) => {
+                    self.awake.fetch_sub(1, Ordering::Relaxed);
+                    self.limit.store(started, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    /// Stops every worker and joins it (for pools other than the process-wide one).
+    #[cfg(test)]
+    pub(crate) fn stop(&self) {
         self.shutdown.store(true, Ordering::SeqCst);
+        let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|e| e.into_inner()));
         for w in self.workers.iter() {
             w.unpark();
-        }
-        if let Some(t) = self.scheduler.get() {
-            t.unpark();
         }
         for h in handles {
             let _ = h.join();
         }
     }
 
-    /// Workers in the pool.
-    pub(crate) fn workers(&self) -> usize {
-        self.workers.len()
+    /// Workers copies may enlist now: the pool's size, and no more than have started.
+    pub(crate) fn enlistable(&self) -> usize {
+        self.limit
+            .load(Ordering::Relaxed)
+            .min(self.started.load(Ordering::Acquire))
     }
 
     /// Workers not parked right now.
@@ -273,14 +322,88 @@ impl Pool {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    /// Pool-clock nanoseconds of `t`.
-    pub(crate) fn at(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.epoch).as_nanos() as u64
+    /// Pool-clock nanoseconds `d` from now.
+    pub(crate) fn deadline_in(&self, d: Duration) -> u64 {
+        self.now_ns() + d.as_nanos() as u64
     }
 
-    /// Copies `len` bytes split over up to `parts` threads (the caller and free
-    /// workers), returning when every byte is copied. Parked workers are woken for
-    /// it when `wake` or when `len` is at least [`WAKE_MIN_BYTES`].
+    /// Keeps up to `n` free workers spinning until `until` (pool clock), waking
+    /// those that are parked, awake ones first: a pipelined download's helpers, so
+    /// they run by the time its first chunk lands, or a low-latency buffer's, kept
+    /// hot between transfers. `rotate` starts the scan where the last rotating call
+    /// left off (concurrent downloads wake different workers); otherwise at the
+    /// first worker (low-latency mode keeps the same ones hot).
+    pub(crate) fn heat(&self, n: usize, until: u64, rotate: bool) {
+        let count = self.enlistable();
+        if count == 0 || n == 0 {
+            return;
+        }
+        let base = if rotate {
+            self.next_heat.fetch_add(n, Ordering::Relaxed) % count
+        } else {
+            0
+        };
+        let mut left = n.min(count);
+        for parked in [false, true] {
+            for k in 0..count {
+                if left == 0 {
+                    return;
+                }
+                let w = &self.workers[(base + k) % count];
+                if w.mailbox.is_sleeping() != parked || w.mailbox.take().is_some() {
+                    continue;
+                }
+                w.hot_until.fetch_max(until, Ordering::SeqCst);
+                // Pairs with the fence in `Mailbox::announce_sleep`: either the worker
+                // sees `hot_until`, or this sees it parking (see `mailbox.rs`).
+                fence(Ordering::SeqCst);
+                if w.mailbox.is_sleeping() {
+                    w.wake_at(self.now_ns());
+                }
+                left -= 1;
+            }
+        }
+    }
+
+    /// Lets every worker park once its linger is over (low-latency mode switched
+    /// off).
+    pub(crate) fn cool(&self) {
+        for w in self.workers.iter() {
+            w.hot_until.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the machine has cores to spare for helpers: woken workers have lately
+    /// run within `tuning::BUSY_WAKE` of being unparked. When every core is taken
+    /// (the program's own decoders and preprocessing, other processes), a woken
+    /// helper waits for a time slice, its copy waits for it, and the program's other
+    /// threads lose the core it takes: the caller then copies alone. Once every
+    /// `tuning::BUSY_PROBE`, one transfer wakes its helpers anyway, to see whether
+    /// the cores are still busy.
+    pub(crate) fn cores_free(&self) -> bool {
+        if self.wake_latency_ns.load(Ordering::Relaxed) <= tuning::busy_wake_ns() {
+            return true;
+        }
+        let now = self.now_ns();
+        let last = self.last_probe.load(Ordering::Relaxed);
+        now.saturating_sub(last) >= tuning::BUSY_PROBE.as_nanos() as u64
+            && self
+                .last_probe
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// A worker ran `latency_ns` after a transfer unparked it.
+    fn note_wake_latency(&self, latency_ns: u64) {
+        // An average over about the last four wake-ups; races between workers only
+        // lose an update.
+        let old = self.wake_latency_ns.load(Ordering::Relaxed);
+        let new = old - old / 4 + latency_ns / 4;
+        self.wake_latency_ns.store(new, Ordering::Relaxed);
+    }
+
+    /// Copies `len` bytes shared out as `share` says, returning when every byte is
+    /// copied; with no helper to enlist, the caller copies alone.
     ///
     /// # Safety
     /// 1. `src` is readable and `dst` writable for `len` bytes; they do not overlap;
@@ -291,35 +414,41 @@ impl Pool {
         src: *const u8,
         len: usize,
         kind: CopyKind,
-        parts: usize,
-        wake: bool,
+        share: Share,
     ) {
-        let Some((j, parts)) = self.acquire_job(parts) else {
+        let job = if share.helpers == 0 {
+            None
+        } else {
+            self.acquire_job(share.threads)
+        };
+        let Some((j, threads)) = job else {
             // SAFETY: condition 1.
             unsafe { kind.copy(dst, src, len) };
             return;
         };
         // SAFETY: we own slot `j`; condition 1 passes through.
-        let (parts, _) = unsafe { self.publish(j, dst, src, len, kind, parts, false) };
-        self.enlist(j, parts - 1, wake || len >= WAKE_MIN_BYTES);
+        let (parts, _) = unsafe { self.publish(j, dst, src, len, kind, threads, share, false) };
+        self.enlist(j, share.helpers.min(threads - 1));
         // SAFETY: we own slot `j` and published `parts` parts in it.
         unsafe { self.finish(j, parts) };
     }
 
-    /// A free job slot for a copy split `parts` ways (clamped to the threads there
-    /// are), with the clamped count; `None` for a copy not worth splitting or with
-    /// every slot taken.
-    fn acquire_job(&self, parts: usize) -> Option<(usize, usize)> {
-        let parts = parts.clamp(1, (self.workers.len() + 1).min(MAX_PARTS));
-        if parts < 2 {
+    /// A free job slot for a copy shared by up to `threads` threads (clamped to the
+    /// workers copies may enlist, plus the caller), with the clamped count; `None`
+    /// for a copy not worth splitting or with every slot taken.
+    fn acquire_job(&self, threads: usize) -> Option<(usize, usize)> {
+        let threads = threads.min(self.enlistable() + 1);
+        if threads < 2 {
             return None;
         }
         (0..self.jobs.len())
             .find(|&j| self.jobs[j].try_acquire())
-            .map(|j| (j, parts))
+            .map(|j| (j, threads))
     }
 
-    /// Publishes the copy in slot `j` in at most `parts` parts of whole pages;
+    /// Publishes the copy in slot `j`, cut in parts of whole pages, about
+    /// `tuning::PARTS_PER_THREAD` per thread of `threads` (at least
+    /// [`PART_MIN_BYTES`] each; at most [`gate::MAX_GATED_PARTS`] when `gated`);
     /// returns how many, and the description published.
     ///
     /// # Safety
@@ -335,13 +464,11 @@ impl Pool {
         src: *const u8,
         len: usize,
         kind: CopyKind,
-        parts: usize,
+        threads: usize,
+        share: Share,
         gated: bool,
     ) -> (usize, CopyDesc) {
-        let per = len
-            .div_ceil(parts)
-            .next_multiple_of(PART_ALIGN)
-            .max(PART_ALIGN);
+        let per = part_bytes(len, threads, tuning::parts_per_thread(), gated);
         let parts = len.div_ceil(per).max(1);
         let desc = CopyDesc {
             dst,
@@ -350,9 +477,9 @@ impl Pool {
             per,
             kind,
             gated,
+            linger_ns: share.linger_ns,
         };
-        // SAFETY: condition 1; `parts <= MAX_PARTS` (`acquire_job` clamped it, and
-        // whole-page parts are never more).
+        // SAFETY: condition 1; `parts <= MAX_PARTS` (`part_bytes`).
         unsafe { self.jobs[j].publish(desc, parts) };
         (parts, desc)
     }
@@ -377,71 +504,62 @@ impl Pool {
         job.release();
     }
 
-    /// Offers job `j` to up to `wanted` free workers that are awake; when `wake`,
-    /// also to parked ones, at most two (each woken worker that finds work left
-    /// brings one more). Publishers start their scan at different workers, so
+    /// Offers job `j` to up to `wanted` free workers: those awake first, then parked
+    /// ones, which it wakes. Publishers start their scan at different workers, so
     /// concurrent copies rarely offer to the same one.
-    fn enlist(&self, j: usize, wanted: usize, wake: bool) {
-        let n = self.workers.len();
+    fn enlist(&self, j: usize, wanted: usize) {
+        let n = self.enlistable();
+        if n == 0 || wanted == 0 {
+            return;
+        }
         let base = j * 5 % n;
         let mut got = 0;
-        for k in 0..n {
-            if got == wanted {
-                return;
-            }
-            let w = &self.workers[(base + k) % n];
-            if w.mailbox.is_sleeping() {
-                continue;
-            }
-            if let Offer::Taken { parked } = w.mailbox.offer(j) {
-                got += 1;
-                if parked {
-                    w.unpark();
+        for parked in [false, true] {
+            for k in 0..n {
+                if got == wanted {
+                    return;
                 }
-            }
-        }
-        if wake {
-            self.wake_for(j, (wanted - got).min(2));
-        }
-    }
-
-    /// Offers job `j` to up to `count` parked workers and wakes them.
-    fn wake_for(&self, j: usize, mut count: usize) {
-        for w in self.workers.iter() {
-            if count == 0 {
-                return;
-            }
-            if !w.mailbox.is_sleeping() {
-                continue;
-            }
-            if let Offer::Taken { parked } = w.mailbox.offer(j) {
-                // A worker that woke in between finds the mail itself; unparking it
-                // would only leave a stale token that cuts its next park short.
-                if parked {
-                    w.unpark();
+                let w = &self.workers[(base + k) % n];
+                if w.mailbox.is_sleeping() != parked {
+                    continue;
                 }
-                count -= 1;
+                if let Offer::Taken { parked } = w.mailbox.offer(j) {
+                    got += 1;
+                    // A worker that woke in between finds the mail itself; unparking
+                    // it would only leave a stale token that cuts its next park
+                    // short.
+                    if parked {
+                        w.wake_at(self.now_ns());
+                    }
+                }
             }
         }
     }
 
     fn worker(&self, i: usize) {
         let me = &self.workers[i];
-        let mut last_work = self.now_ns();
+        // Spin until then for more work (pool clock): the linger of the last copy
+        // helped with.
+        let mut linger_until = 0;
+        let mut cpu_read = self.now_ns();
         loop {
             if self.shutdown.load(Ordering::Acquire) {
+                me.record_cpu();
                 return;
             }
             if let Some(j) = me.mailbox.take() {
-                self.help(j);
+                let linger = self.help(me, j);
                 me.mailbox.clear();
-                last_work = self.now_ns();
+                linger_until = self.now_ns() + linger;
                 continue;
             }
             let now = self.now_ns();
-            let spin_until =
-                (last_work + SPIN.as_nanos() as u64).max(me.hot_until.load(Ordering::Acquire));
+            let spin_until = linger_until.max(me.hot_until.load(Ordering::Acquire));
             if now < spin_until {
+                if now - cpu_read >= CPU_READ_NS {
+                    me.record_cpu();
+                    cpu_read = now;
+                }
                 // Watch the mailbox between pauses.
                 for _ in 0..64 {
                     if me.mailbox.take().is_some() {
@@ -451,42 +569,61 @@ impl Pool {
                 }
                 continue;
             }
+            me.record_cpu();
             self.awake.fetch_sub(1, Ordering::Relaxed);
             // `announce_sleep` fails if an offer came in first (see `mailbox.rs`),
-            // and `hot_until` is read after it (both SeqCst, as the scheduler's
-            // `heat`), so neither an offer nor a wake-up in between is missed.
+            // and `hot_until` is read after it (both SeqCst, as `heat`'s), so
+            // neither an offer nor an early wake-up in between is missed.
             if me.mailbox.announce_sleep()
                 && me.hot_until.load(Ordering::SeqCst) <= now
                 && !self.shutdown.load(Ordering::SeqCst)
             {
                 std::thread::park();
+                me.wakes.fetch_add(1, Ordering::Relaxed);
             }
-            me.wakes.fetch_add(1, Ordering::Relaxed);
             self.awake.fetch_add(1, Ordering::Relaxed);
             me.mailbox.woke();
-            last_work = self.now_ns();
-            if let Some(j) = me.mailbox.take() {
-                if self.jobs[j].has_unclaimed() {
-                    // Enlisted while parked (or just before parking) and work is
-                    // left: bring one more helper along. A small copy offered to a
-                    // worker just as it went to sleep can start this chain too;
-                    // the publisher never waits for it.
-                    self.wake_for(j, 1);
-                }
+            let ran = self.now_ns();
+            let unparked = me.unparked_at.swap(0, Ordering::Relaxed);
+            if unparked != 0 {
+                self.note_wake_latency(ran.saturating_sub(unparked));
             }
+            linger_until = ran;
+            cpu_read = ran;
         }
     }
 
-    /// Runs every part of job `j` this worker can claim.
-    fn help(&self, j: usize) {
+    /// Runs every part of job `j` worker `me` can claim; returns how long to linger
+    /// after it (the copy's [`Share::linger_ns`]; 0 when nothing was left to claim).
+    fn help(&self, me: &WorkerState, j: usize) -> u64 {
         let job = &self.jobs[j];
+        let mut linger = 0;
         while let Some((k, d)) = job.claim() {
             // SAFETY: a claimed part of a live publication: its publisher keeps the
             // ranges valid until it sees the part finished.
             unsafe { d.run_part(k, &self.gates[j], true) };
             job.finish_part();
+            me.parts.fetch_add(1, Ordering::Relaxed);
+            linger = d.linger_ns;
         }
+        linger
     }
+}
+
+/// The part size of a copy of `len` bytes shared by `threads` threads: whole pages,
+/// about `per_thread` parts per thread, at least [`PART_MIN_BYTES`] (or the whole
+/// copy), and never more parts than a job (or, `gated`, a gate) holds.
+fn part_bytes(len: usize, threads: usize, per_thread: usize, gated: bool) -> usize {
+    let most = if gated {
+        gate::MAX_GATED_PARTS
+    } else {
+        MAX_PARTS
+    };
+    let parts = threads.saturating_mul(per_thread).clamp(1, most);
+    len.div_ceil(parts)
+        .max(PART_MIN_BYTES.min(len))
+        .next_multiple_of(PART_ALIGN)
+        .max(PART_ALIGN)
 }
 
 #[cfg(all(test, not(loom)))]

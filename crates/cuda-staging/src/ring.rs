@@ -263,7 +263,12 @@ impl StagingRing {
         src: &[T],
         stream: &Stream,
     ) -> Result<()> {
-        let copier = Copier::with_threads(self.copy_threads);
+        let copier = Copier::for_transfer(
+            self.copy_threads,
+            std::mem::size_of_val(src),
+            crate::Direction::HostToDevice,
+            false,
+        );
         self.filled_upload(
             "StagingRing::upload",
             dst,

@@ -1,8 +1,6 @@
 //! [`StagingBuffer`]'s knobs: routing thresholds, copy threads, pipeline chunk,
 //! low-latency mode and the batch API.
 
-use std::time::Instant;
-
 use crate::buffer::MAX_COPY_THREADS;
 use crate::pipeline::PIPELINE_WINDOW_BYTES;
 use crate::routing::{Direction, PerDirection};
@@ -73,9 +71,6 @@ impl StagingBuffer {
     /// 16 threads, 522 µs on 8).
     pub fn set_copy_threads(&mut self, threads: usize) {
         self.copy_threads = threads.clamp(1, MAX_COPY_THREADS);
-        if self.copy_threads == 1 {
-            self.client = None;
-        }
     }
 
     /// The chunk size of pipelined `upload` / `download` transfers; 0 (the default)
@@ -101,19 +96,23 @@ impl StagingBuffer {
         self.low_latency
     }
 
-    /// Low-latency mode, off by default. When on, the copy threads this buffer's
-    /// transfers use keep spinning between transfers, as long as transfers keep
-    /// coming at least every 100 ms, so no transfer finds them parked.
+    /// Low-latency mode, off by default: trades cores for latency. When on, every
+    /// transfer of this buffer leaves [`StagingBuffer::copy_threads`] `- 1` pool
+    /// helpers spinning until its next transfer, as long as transfers keep coming
+    /// at least every 100 ms, so no transfer finds them parked; and its copies use
+    /// them as a tight loop would (one per 128 KiB of host copy, from 64 KiB).
     ///
-    /// **CPU cost:** while on and in use, one core per helper spins continuously:
-    /// one helper per 64 KiB of the largest host copy of a frame, at most 7 and at
-    /// most `copy_threads - 1` (2 cores for 150528-byte frames, 7 from 448 KiB). Off, the default wakes helpers only around predicted
-    /// transfers (see the crate docs).
+    /// **CPU cost:** while on and in use, one core per helper spins continuously
+    /// (three by default), whatever the frame rate. The default parks helpers
+    /// between transfers and wakes them only for copies that pay for it (see the
+    /// crate docs). Switching it off lets every helper park after its current
+    /// linger.
     pub fn set_low_latency(&mut self, on: bool) {
+        let was = self.low_latency;
         self.low_latency = on;
-        if !on {
-            if let Some(c) = &self.client {
-                c.keep_hot(Instant::now(), 0);
+        if was && !on {
+            if let Some(pool) = crate::pool::existing() {
+                pool.cool();
             }
         }
     }

@@ -63,8 +63,8 @@ fn new_pins_nothing_and_has_the_documented_defaults() {
 fn default_copy_threads_fit_the_shared_pool() {
     // A buffer's copy is split over the calling thread and the pool's free workers, so
     // asking for more threads than the pool has plus the caller would only add parts
-    // that wait for a worker; and the pool itself (workers plus its scheduler) never
-    // has more threads than the machine has cores.
+    // that wait for a worker; and the pool's helpers plus the caller never outnumber
+    // the machine's cores.
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let n = default_copy_threads();
     assert!(n >= 1, "{n}");
@@ -76,7 +76,7 @@ fn default_copy_threads_fit_the_shared_pool() {
     assert!(n <= MAX_COPY_THREADS);
     assert!(
         pool_threads() < cores.max(2),
-        "{} workers plus the scheduler on {cores} cores",
+        "{} helpers plus the caller on {cores} cores",
         pool_threads()
     );
     assert_eq!(StagingBuffer::new().copy_threads(), n);

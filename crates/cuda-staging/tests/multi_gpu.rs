@@ -418,16 +418,16 @@ fn two_gpus_share_the_copy_pool_with_large_copy_in_transfers_both_ways() {
             "device {ordinal}: every copy-in transfer staged (staged, direct, pinned, up, down)"
         );
     }
-    // One pool for the process, however many GPUs: its workers and scheduler, never
-    // more threads than cores.
+    // One pool for the process, however many GPUs: its helpers, never more threads
+    // than cores.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let started = pool_threads_started();
     assert!(started <= cores, "{started} pool threads on {cores} cores");
     if pool_threads() > 0 {
         assert_eq!(
             started,
-            pool_threads() + 1,
-            "the copies started the one pool: its workers and its scheduler"
+            pool_threads(),
+            "the copies started the one pool: its helpers"
         );
     } else {
         assert_eq!(started, 0, "a one-core machine starts no pool");

@@ -1,20 +1,24 @@
 //! GPU tests of the staged path's chunking as the copy pool's state changes it: data
-//! arrives intact at every chunk boundary, in both directions, whether the pool's
-//! workers are parked (a transfer after an idle gap), spinning (back to back), or
-//! kept spinning by low-latency mode.
+//! arrives intact at every chunk boundary, in both directions, with the pool off,
+//! with one helper and with all of them, whether the helpers are parked (a transfer
+//! after an idle gap), spinning (back to back), or kept spinning by low-latency
+//! mode.
 //!
 //! How a staged transfer is cut depends on the pool: uploads of 64 KiB to 1 MiB go
-//! in two near-even chunks when fewer than two workers are awake ("cold") and in
-//! one piece otherwise; uploads over 1 MiB and downloads over 256 KiB are pipelined;
-//! `set_pipeline_chunk_bytes` forces a chunk size; with `set_copy_threads(1)` the
-//! calling thread copies alone. The sizes below sit at and around each of those
-//! bounds, with `f32` and a 3-byte element (so elements straddle chunk and part
-//! boundaries), and every element is compared.
+//! in two near-even chunks when the caller copies alone (no helper awake, and none
+//! to wake: a copy under 512 KiB after a gap) and in one piece otherwise; uploads
+//! over 1 MiB and downloads over 512 KiB are pipelined, and after a gap a copy of
+//! 512 KiB or more wakes parked helpers; `set_pipeline_chunk_bytes` forces a chunk
+//! size; with `set_copy_threads(1)` or `set_copy_pool_threads(0)` the calling thread
+//! copies alone. The sizes below sit at and around each of those bounds, with `f32`
+//! and a 3-byte element (so elements straddle chunk and part boundaries), and every
+//! element is compared.
 //!
 //! Its own test binary: the copy pool is process-wide, so transfers of tests running
-//! beside these would wake its workers. The tests here run one at a time (`SERIAL`),
-//! and a "parked" transfer waits until `/proc/self/task` shows every `staging-copy-*`
-//! worker asleep, so the cold path is really taken, not just hoped for.
+//! beside these would wake its workers (and one test here switches the pool off).
+//! The tests here run one at a time (`SERIAL`), and a "parked" transfer waits until
+//! `/proc/self/task` shows every `staging-copy-*` worker asleep, so the cold path is
+//! really taken, not just hoped for.
 //!
 //! Every test is `#[ignore]`d; run them with `cargo xtask test-gpu` (or `cargo test
 //! -p cuda-staging --test pipeline -- --ignored` on a GPU machine).
@@ -26,15 +30,30 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::*;
-use cuda_staging::{default_copy_threads, DeviceBuffer, Direction, StagingBuffer, Stream};
+use cuda_staging::{
+    default_copy_threads, pool_stats, pool_threads, set_copy_pool_threads, DeviceBuffer, Direction,
+    StagingBuffer, Stream,
+};
 
 const KIB: usize = 1 << 10;
 const MIB: usize = 1 << 20;
 
 /// Byte sizes the element counts are taken around: the cold split's lower bound
-/// (64 KiB), the seed's two small shapes, the upload pipelining bound (1 MiB and one
-/// past it), and two odd sizes.
-const TARGET_BYTES: [usize; 7] = [64 * KIB, 150_528, 196_608, MIB, MIB + 1, 65_537, 300_001];
+/// (64 KiB), the seed's two small shapes, the download pipelining bound and the
+/// size from which a copy after a gap wakes helpers (512 KiB), the upload
+/// pipelining bound (1 MiB and one past it), the seed's large shape, and two odd
+/// sizes.
+const TARGET_BYTES: [usize; 9] = [
+    64 * KIB,
+    150_528,
+    196_608,
+    512 * KIB,
+    MIB,
+    MIB + 1,
+    4_915_200,
+    65_537,
+    300_001,
+];
 
 /// Tests here run one at a time: each needs the pool to itself.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -57,14 +76,19 @@ fn element_counts<T>() -> Vec<usize> {
     v
 }
 
-/// How the buffer is set up.
-#[derive(Clone, Copy, Debug)]
+/// How the buffer (and the pool) is set up.
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Setup {
-    /// The default copy threads (at least 2, so the pool is used).
-    PoolThreads,
+    /// Copies split over the caller and every helper of the pool.
+    AllHelpers,
+    /// `set_copy_threads(2)`: the caller and one helper.
+    OneHelper,
     /// `set_copy_threads(1)`: the calling thread copies alone; every mid-size upload
     /// is cut in two.
     OneThread,
+    /// `set_copy_pool_threads(0)` for the process: no helper at all, whatever the
+    /// buffer's copy threads.
+    PoolOff,
     /// `set_pipeline_chunk_bytes(64 KiB)`: everything over 64 KiB is pipelined.
     Chunks64K,
 }
@@ -74,19 +98,42 @@ impl Setup {
         let mut s = StagingBuffer::new();
         s.set_copy_threads(default_copy_threads().max(2));
         match self {
-            Setup::PoolThreads => {}
+            Setup::AllHelpers | Setup::PoolOff => s.set_copy_threads(pool_threads().max(1) + 1),
+            Setup::OneHelper => s.set_copy_threads(2),
             Setup::OneThread => s.set_copy_threads(1),
             Setup::Chunks64K => s.set_pipeline_chunk_bytes(64 * KIB),
         }
         s
+    }
+
+    /// Whether helpers may copy parts of this setup's transfers.
+    fn helped(self) -> bool {
+        !matches!(self, Setup::OneThread | Setup::PoolOff)
+    }
+}
+
+/// Switches the process-wide pool off while it lives, and back to its size after.
+struct PoolOff(usize);
+
+impl PoolOff {
+    fn new() -> PoolOff {
+        let size = pool_threads();
+        assert_eq!(set_copy_pool_threads(0), 0);
+        assert_eq!(pool_threads(), 0);
+        PoolOff(size)
+    }
+}
+
+impl Drop for PoolOff {
+    fn drop(&mut self) {
+        set_copy_pool_threads(self.0);
     }
 }
 
 /// What comes before each transfer.
 #[derive(Clone, Copy, Debug)]
 enum Gap {
-    /// An idle gap of 2 to 6 ms (longer than the workers' 200 µs spin, and uneven so
-    /// that no frame rhythm is predicted and no helper woken ahead), then a wait
+    /// An idle gap of 2 to 6 ms (longer than the helpers' 50 µs linger), then a wait
     /// until every worker is parked.
     Parked,
     /// Nothing: transfers back to back, checks after the last one.
@@ -190,14 +237,37 @@ fn every_boundary<T: Pattern>(setup: Setup, gap: Gap, stream: &Stream) {
 fn run(setup: Setup, gap: Gap) {
     let _one_at_a_time = serial();
     let (_ctx, stream) = gpu();
+    let _off = (setup == Setup::PoolOff).then(PoolOff::new);
+    let before = pool_stats();
     every_boundary::<f32>(setup, gap, &stream);
     every_boundary::<[u8; 3]>(setup, gap, &stream);
+    let after = pool_stats();
+    // Both ways round: helpers took part where they may (every setup that allows
+    // them has copies of 512 KiB and more, which wake them even after a gap), and
+    // never where they may not.
+    if setup.helped() {
+        assert!(
+            after.parts_copied > before.parts_copied,
+            "{setup:?}, {gap:?}: no helper copied a part ({before:?} -> {after:?})"
+        );
+    } else {
+        assert_eq!(
+            after.parts_copied, before.parts_copied,
+            "{setup:?}, {gap:?}: a helper copied a part"
+        );
+    }
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
-fn parked_workers_every_chunk_boundary() {
-    run(Setup::PoolThreads, Gap::Parked);
+fn parked_workers_every_chunk_boundary_all_helpers() {
+    run(Setup::AllHelpers, Gap::Parked);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn parked_workers_every_chunk_boundary_one_helper() {
+    run(Setup::OneHelper, Gap::Parked);
 }
 
 #[test]
@@ -208,20 +278,38 @@ fn parked_workers_every_chunk_boundary_one_copy_thread() {
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn parked_workers_every_chunk_boundary_pool_off() {
+    run(Setup::PoolOff, Gap::Parked);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn parked_workers_every_chunk_boundary_64_kib_chunks() {
     run(Setup::Chunks64K, Gap::Parked);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
-fn back_to_back_every_chunk_boundary() {
-    run(Setup::PoolThreads, Gap::BackToBack);
+fn back_to_back_every_chunk_boundary_all_helpers() {
+    run(Setup::AllHelpers, Gap::BackToBack);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn back_to_back_every_chunk_boundary_one_helper() {
+    run(Setup::OneHelper, Gap::BackToBack);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn back_to_back_every_chunk_boundary_one_copy_thread() {
     run(Setup::OneThread, Gap::BackToBack);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn back_to_back_every_chunk_boundary_pool_off() {
+    run(Setup::PoolOff, Gap::BackToBack);
 }
 
 #[test]
@@ -256,7 +344,7 @@ fn low_latency_keeps_helpers_spinning_until_turned_off() {
     let (_ctx, stream) = gpu();
     let mut staging = StagingBuffer::new();
     staging.set_copy_threads(default_copy_threads().max(2));
-    // 150528 B frames: each wants two helpers.
+    // 150528 B frames: each uses one helper when hot.
     let mut dev = DeviceBuffer::<f32>::alloc(150_528 / 4).expect("alloc");
 
     staging.set_low_latency(true);
@@ -316,7 +404,7 @@ fn low_latency_keeps_helpers_spinning_until_turned_off() {
 
 /// A download in one piece publishes its copy-out before it waits for the DMA, and
 /// the helpers that claim parts wait at the job's gate until the DMA has landed.
-/// Queued behind about a millisecond of other work (past the gate's 200 µs of
+/// Queued behind about a millisecond of other work (past the gate's 100 µs of
 /// spinning, so helpers hand their parts back to the caller too), each download
 /// must still copy what the device held when its DMA ran, never the window's bytes
 /// from the round before.
@@ -326,7 +414,7 @@ fn low_latency_keeps_helpers_spinning_until_turned_off() {
 fn one_piece_downloads_behind_queued_work_copy_what_landed() {
     let _one_at_a_time = serial();
     let (_ctx, stream) = gpu();
-    let mut staging = Setup::PoolThreads.buffer();
+    let mut staging = Setup::AllHelpers.buffer();
     let mut busy = Busy::new();
     for bytes in [64 * KIB, 150_528, 300_000, 512 * KIB] {
         let n = bytes / size_of::<f32>();

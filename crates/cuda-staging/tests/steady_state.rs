@@ -331,7 +331,7 @@ fn check_steady_stats(who: &str, warm: StagingStats, now: StagingStats, passes: 
 }
 
 /// The threads around a measured region: none started or ended in it, and the copy
-/// pool is the one pool of [`pool_threads`] workers plus its scheduler.
+/// pool is the one pool of [`pool_threads`] helpers.
 fn check_threads(who: &str, before: &[u32], after: &[u32], pool_before: usize) {
     assert_eq!(
         after, before,
@@ -339,8 +339,8 @@ fn check_threads(who: &str, before: &[u32], after: &[u32], pool_before: usize) {
     );
     assert_eq!(
         pool_threads_started(),
-        pool_threads() + 1,
-        "{who}: the copy pool's threads (its workers and its scheduler)"
+        pool_threads(),
+        "{who}: the copy pool's threads (its helpers)"
     );
     assert_eq!(pool_threads_started(), pool_before, "{who}: the pool grew");
     assert_eq!(

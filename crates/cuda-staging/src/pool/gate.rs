@@ -32,7 +32,7 @@
 //! one that is gone; the slot is not published again before every claimed part is
 //! finished (`job.rs`, step 4), so no claimant sees the next publication's gate.
 
-use super::{Pool, WAKE_MIN_BYTES};
+use super::Pool;
 use crate::copy::CopyKind;
 use crate::sync::{spin_hint, AtomicU32, Ordering};
 
@@ -43,15 +43,15 @@ const CANCELLED: u32 = 2;
 /// Bit `DEFER_SHIFT + i` of the word: part `i` was handed back.
 const DEFER_SHIFT: u32 = 2;
 /// The most parts a gated copy is cut in: one bit each in the word.
-const MAX_GATED_PARTS: usize = (u32::BITS - DEFER_SHIFT) as usize;
+pub(super) const MAX_GATED_PARTS: usize = (u32::BITS - DEFER_SHIFT) as usize;
 
 /// How long a claimant waits at a closed gate before it hands its part back to the
 /// publisher: longer than the DMA-and-wait of any download that is gated (512 KiB
 /// at most: about 50 µs on the H200 after a 16 ms sleep), short enough that a
 /// download queued behind a long kernel keeps no core spinning for the kernel's
-/// duration.
+/// duration (the publisher copies what was handed back once the DMA lands).
 #[cfg(not(loom))]
-pub(super) const SPIN_AT_GATE: std::time::Duration = std::time::Duration::from_micros(200);
+pub(super) const SPIN_AT_GATE: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// What a claimant does with its part, once past the gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,11 +182,15 @@ impl Pool {
         src: *const u8,
         len: usize,
         kind: CopyKind,
-        parts: usize,
-        wake: bool,
+        share: super::Share,
         landed: impl FnOnce() -> Result<(), E>,
     ) -> Result<(), E> {
-        let Some((j, parts)) = self.acquire_job(parts.min(MAX_GATED_PARTS)) else {
+        let job = if share.helpers == 0 {
+            None
+        } else {
+            self.acquire_job(share.threads)
+        };
+        let Some((j, threads)) = job else {
             landed()?;
             // SAFETY: conditions 1 and 2: `landed` returned `Ok`.
             unsafe { kind.copy(dst, src, len) };
@@ -197,8 +201,8 @@ impl Pool {
         gate.close();
         // SAFETY: we own slot `j`, whose gate is closed, so every part waits until
         // `landed` returned `Ok` (conditions 1 and 2).
-        let (parts, desc) = unsafe { self.publish(j, dst, src, len, kind, parts, true) };
-        self.enlist(j, parts - 1, wake || len >= WAKE_MIN_BYTES);
+        let (parts, desc) = unsafe { self.publish(j, dst, src, len, kind, threads, share, true) };
+        self.enlist(j, share.helpers.min(threads - 1));
         // Whatever `landed` does, even panic, the publication is finished before
         // this returns: the gate is cancelled unless opened, the rest claimed
         // (skipped when cancelled) and the claimed parts waited for.

@@ -1,7 +1,7 @@
 //! A worker's mailbox: how a publisher enlists one particular worker for its job.
 //!
 //! Each worker watches only its own mailbox (in the worker's own 128-byte state,
-//! which otherwise only the scheduler writes, rarely), so a publication moves one
+//! which otherwise only an early wake-up writes, rarely), so a publication moves one
 //! line per helper it enlists, between the publisher and that helper.
 //! Workers that were not asked read nothing another core writes. (When every
 //! spinning worker watched a shared "jobs published" word and fought for seats in
@@ -23,10 +23,11 @@
 //!    first, the offer sees bit 0 and unparks it. No offer is lost in a parked
 //!    worker.
 //!
-//! The scheduler's "stay awake until" (`hot_until`, in the pool) lives in another
-//! word, so that hand-over is the store-load pattern: the scheduler stores it and
-//! fences before it reads bit 0; the worker fences after setting bit 0 and before
-//! reading `hot_until`.
+//! The early wake-up's "stay awake until" (`hot_until`, in the pool, stored by
+//! `Pool::heat` for a pipelined download's helpers and for low-latency mode) lives
+//! in another word, so that hand-over is the store-load pattern: `heat` stores it
+//! and fences before it reads bit 0; the worker fences after setting bit 0 and
+//! before reading `hot_until`.
 //!
 //! Mail only admits: the job's parts are still claimed through the job's own word
 //! (`job.rs`), so a helper that arrives late finds nothing left, and a publisher
@@ -68,7 +69,7 @@ impl Mailbox {
             if cur >> 1 != 0 {
                 return Offer::Busy;
             }
-            // SeqCst: ordered with the scheduler's `hot_until` stores as well.
+            // SeqCst: ordered with `Pool::heat`'s `hot_until` stores as well.
             match self.word.compare_exchange_weak(
                 cur,
                 mail | (cur & SLEEPING),
@@ -112,9 +113,9 @@ impl Mailbox {
             .word
             .compare_exchange(0, SLEEPING, Ordering::SeqCst, Ordering::Acquire)
             .is_ok();
-        // The worker reads the scheduler's `hot_until` next; the scheduler stores it,
-        // fences, then reads this word ([`Mailbox::is_sleeping`]). With a fence on
-        // both sides one of them sees the other (loom checks it, below).
+        // The worker reads `hot_until` next; `Pool::heat` stores it, fences, then
+        // reads this word ([`Mailbox::is_sleeping`]). With a fence on both sides one
+        // of them sees the other (loom checks it, below).
         fence(Ordering::SeqCst);
         parks
     }
@@ -172,9 +173,9 @@ mod loom_heat_tests {
     use crate::sync::AtomicU64;
     use loom::sync::Arc;
 
-    /// The scheduler keeps a worker awake (`hot_until`, as `schedule.rs`'s `heat`)
-    /// while the worker goes to park (as the pool's worker loop): the worker either
-    /// sees the heat and stays up, or is unparked; never parked for good.
+    /// A transfer wakes a worker early (`hot_until`, as `Pool::heat`) while the
+    /// worker goes to park (as the pool's worker loop): the worker either sees the
+    /// heat and stays up, or is unparked; never parked for good.
     #[test]
     fn loom_heat_reaches_a_parking_worker() {
         loom::model(|| {

@@ -1,28 +1,78 @@
-//! The pool's tests: every byte lands, wake-ups happen when they should.
+//! The pool's tests: every byte lands, helpers wake only when asked and park when
+//! there is nothing to do.
 
 use super::*;
 
-/// Pool tests run one at a time: each starts spinning threads, and the timing
-/// test below needs the cores it asks for (CI machines have two).
+/// Pool tests run one at a time: each starts spinning threads, and the wake-up
+/// tests below count what other pools would disturb (CI machines have two cores).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A copy over up to `threads` threads, `helpers` of them the pool's, which
+/// linger the default time after it.
+fn share(threads: usize, helpers: usize) -> Share {
+    Share {
+        threads,
+        helpers,
+        linger_ns: tuning::LINGER.as_nanos() as u64,
+    }
+}
+
 /// [`Pool::copy`] of `src` into `dst` (equal lengths), through safe slices.
-fn copy_slices(pool: &Pool, dst: &mut [u8], src: &[u8], kind: CopyKind, parts: usize, wake: bool) {
+fn copy_slices(
+    pool: &Pool,
+    dst: &mut [u8],
+    src: &[u8],
+    kind: CopyKind,
+    threads: usize,
+    helpers: usize,
+) {
     assert_eq!(dst.len(), src.len());
     // SAFETY: both slices hold `src.len()` bytes; `&mut` and `&` cannot overlap, and
     // the borrows last until the pool returns.
-    unsafe { pool.copy(dst.as_mut_ptr(), src.as_ptr(), src.len(), kind, parts, wake) }
+    unsafe {
+        pool.copy(
+            dst.as_mut_ptr(),
+            src.as_ptr(),
+            src.len(),
+            kind,
+            share(threads, helpers),
+        )
+    }
 }
 
 fn with_pool(workers: usize, f: impl FnOnce(&Pool)) {
     let _one_at_a_time = serial();
-    let (pool, handles) = Pool::start(workers).unwrap();
+    let pool = Pool::start(workers).unwrap();
     f(&pool);
-    pool.stop(handles);
+    pool.stop();
+}
+
+/// Polls `f` every 100 µs for up to five seconds (room for a loaded CI machine).
+fn eventually(what: &str, f: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+/// Every worker parked with an empty mailbox. A worker unparked for a copy may not
+/// have run yet when another one parks again (its `awake` count comes back only
+/// when it runs), so both are asked: none awake, none holding mail. A worker parked
+/// on an offer it never took would keep this from happening.
+fn all_parked(pool: &Pool) -> bool {
+    pool.awake() == 0 && pool.workers.iter().all(|w| w.mailbox.take().is_none())
+}
+
+fn wakes(pool: &Pool) -> u64 {
+    pool.stats().wakes
 }
 
 #[test]
@@ -35,16 +85,19 @@ fn pool_copies_every_byte_at_odd_sizes_and_offsets() {
             4096,
             4097,
             3 * 4096 + 5,
+            (64 << 10) + 3,
             1 << 20,
             (1 << 20) + 13,
         ] {
-            for kind in [CopyKind::Streaming, CopyKind::Plain, CopyKind::OutOfPinned] {
-                let src: Vec<u8> = (0..len + 3).map(|i| (i * 7 + len) as u8).collect();
-                let mut dst = vec![0xAAu8; len + 5];
-                copy_slices(pool, &mut dst[1..1 + len], &src[3..3 + len], kind, 4, false);
-                assert_eq!(&dst[1..1 + len], &src[3..3 + len], "len {len} {kind:?}");
-                assert_eq!(dst[0], 0xAA);
-                assert_eq!(dst[1 + len], 0xAA);
+            for kind in [CopyKind::Streaming, CopyKind::Plain] {
+                for wake in [0, 3] {
+                    let src: Vec<u8> = (0..len + 3).map(|i| (i * 7 + len) as u8).collect();
+                    let mut dst = vec![0xAAu8; len + 5];
+                    copy_slices(pool, &mut dst[1..1 + len], &src[3..3 + len], kind, 4, wake);
+                    assert_eq!(&dst[1..1 + len], &src[3..3 + len], "len {len} {kind:?}");
+                    assert_eq!(dst[0], 0xAA);
+                    assert_eq!(dst[1 + len], 0xAA);
+                }
             }
         }
     });
@@ -56,7 +109,7 @@ fn parked_workers_and_many_generations_lose_nothing() {
         let src: Vec<u8> = (0..(1usize << 20)).map(|i| (i * 13 + 1) as u8).collect();
         for round in 0..200usize {
             if round % 50 == 0 {
-                std::thread::sleep(SPIN * 3); // let the workers park
+                eventually("the workers park", || all_parked(pool));
             }
             let len = [48usize << 10, 1 << 20, 300_001][round % 3];
             let mut dst = vec![0u8; len];
@@ -64,9 +117,9 @@ fn parked_workers_and_many_generations_lose_nothing() {
                 pool,
                 &mut dst,
                 &src[..len],
-                [CopyKind::Streaming, CopyKind::OutOfPinned][round % 2],
+                [CopyKind::Streaming, CopyKind::Plain][round % 2],
                 3,
-                round % 4 == 1,
+                round % 4,
             );
             assert_eq!(dst, &src[..len], "round {round}");
         }
@@ -86,10 +139,9 @@ fn concurrent_copies_from_several_threads_all_land() {
                             pool,
                             &mut dst,
                             &src,
-                            [CopyKind::Plain, CopyKind::Streaming, CopyKind::OutOfPinned]
-                                [round % 3],
+                            [CopyKind::Plain, CopyKind::Streaming][round % 2],
                             4,
-                            round % 3 == 0,
+                            round % 3,
                         );
                         assert_eq!(dst, src, "thread {t} round {round}");
                     }
@@ -99,62 +151,184 @@ fn concurrent_copies_from_several_threads_all_land() {
     });
 }
 
-/// Polls `f` for up to two seconds.
-fn eventually(what: &str, f: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(2),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_micros(100));
-    }
-}
-
 #[test]
-fn parked_workers_wake_for_back_to_back_copies_and_not_for_small_ones() {
+fn a_copy_wakes_only_as_many_parked_workers_as_it_may_and_they_help() {
     with_pool(3, |pool| {
-        let wakes = || {
-            pool.workers
-                .iter()
-                .map(|w| w.wakes.load(Ordering::Relaxed))
-                .sum::<u64>()
-        };
-        let src: Vec<u8> = (0..(64usize << 10)).map(|i| (i * 5) as u8).collect();
-        eventually("all parked", || pool.awake() == 0);
-        let before = wakes();
+        let src: Vec<u8> = (0..(1usize << 20)).map(|i| (i * 5) as u8).collect();
+        eventually("all parked", || all_parked(pool));
+        let before = pool.stats();
+        // Waking none: the caller copies alone, and no parked worker stirs.
         let mut dst = vec![0u8; src.len()];
-        copy_slices(pool, &mut dst, &src, CopyKind::Plain, 4, false);
+        copy_slices(pool, &mut dst, &src, CopyKind::Plain, 4, 0);
         assert_eq!(dst, src);
-        std::thread::sleep(SPIN * 3);
-        assert_eq!(wakes(), before, "a 64 KiB copy woke a parked worker");
-        let mut dst = vec![0u8; src.len()];
-        copy_slices(pool, &mut dst, &src, CopyKind::Plain, 4, true);
-        assert_eq!(dst, src);
-        eventually("a back-to-back copy wakes a worker", || wakes() > before);
-        // A worker unparked for the copy may not have run yet when another one
-        // parks again (its `awake` count comes back only when it runs), so wait
-        // for both: every worker parked, and none of them holding mail. A worker
-        // parked on an offer it never took would keep this from happening.
-        eventually("every worker parked again with an empty mailbox", || {
-            pool.awake() == 0 && pool.workers.iter().all(|w| w.mailbox.take().is_none())
-        });
+        assert_eq!(pool.awake(), 0, "a copy that may wake nobody woke a worker");
+        let after = pool.stats();
+        assert_eq!(after.wakes, before.wakes);
+        assert_eq!(after.parts_copied, before.parts_copied, "nobody helped");
+
+        // Waking one: exactly one worker comes back from parking for it, and it
+        // parks again once its linger is over. The copy is long enough (a 64 MiB
+        // one, about 5 ms) that the woken worker arrives while parts are left.
+        let big: Vec<u8> = (0..(64usize << 20)).map(|i| (i * 11) as u8).collect();
+        let mut out = vec![0u8; big.len()];
+        copy_slices(pool, &mut out, &big, CopyKind::Plain, 4, 1);
+        assert!(out == big, "the copy that woke one worker");
+        eventually("the woken worker parks again", || all_parked(pool));
+        let woke = pool.stats();
+        assert_eq!(woke.wakes, after.wakes + 1, "exactly one worker was woken");
+        assert!(
+            woke.parts_copied > after.parts_copied,
+            "the woken worker copied a part"
+        );
     });
 }
 
 #[test]
-fn pool_size_stays_below_the_cores() {
-    let n = pool_threads();
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
-    assert!(n <= 15, "{n}");
-    if cores == 1 {
-        assert_eq!(n, 0, "no pool on one core");
-    } else {
-        assert_eq!(
-            n + 1,
-            cores.min(16),
-            "{n} workers plus the scheduler fill the cores"
-        );
+fn an_idle_pool_parks_every_thread_after_its_linger() {
+    with_pool(3, |pool| {
+        // Work that keeps every worker busy, then nothing.
+        let src: Vec<u8> = (0..(8usize << 20)).map(|i| (i * 3) as u8).collect();
+        for _ in 0..20 {
+            let mut dst = vec![0u8; src.len()];
+            copy_slices(pool, &mut dst, &src, CopyKind::Streaming, 4, 3);
+            assert!(dst == src);
+        }
+        let busy = pool.stats();
+        eventually("every worker parked by the pool's own count", || {
+            all_parked(pool)
+        });
+        let parked = pool.stats();
+        assert_eq!(parked.threads_awake, 0);
+        #[cfg(target_os = "linux")]
+        {
+            // And by the kernel's: each worker thread is asleep (state `S`), not
+            // running. Only this pool's threads exist here, one test at a time.
+            // (A worker counts itself parked just before it calls into the kernel,
+            // so the kernel may still show it running for a moment.)
+            assert_eq!(worker_states().len(), 3, "{:?}", worker_states());
+            eventually("every worker thread asleep in the kernel", || {
+                worker_states().iter().all(|&(_, s)| s == 'S')
+            });
+        }
+        // Parked threads spend nothing: their CPU time stands still while idle.
+        if let (Some(a), Some(b)) = (busy.cpu_time, parked.cpu_time) {
+            assert!(b >= a);
+            assert!(b > Duration::ZERO, "20 shared 8 MiB copies counted no CPU");
+            // Each worker reads its clock when it parks, so a later look that
+            // finds them all still parked reads the same sum.
+            std::thread::sleep(Duration::from_millis(20));
+            if all_parked(pool) {
+                assert_eq!(pool.stats().cpu_time, Some(b), "a parked pool spent CPU");
+            }
+        }
+    });
+}
+
+/// The state letter of every thread named `staging-copy-*`, by thread id.
+#[cfg(target_os = "linux")]
+fn worker_states() -> Vec<(u32, char)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        if !stat[open + 1..close].starts_with("staging-copy-") {
+            continue;
+        }
+        let tid = entry.file_name().to_string_lossy().parse().unwrap_or(0);
+        let state = stat[close + 1..].trim_start().chars().next().unwrap_or('?');
+        out.push((tid, state));
+    }
+    out
+}
+
+#[test]
+fn heat_wakes_parked_workers_ahead_of_work_and_they_park_after_it() {
+    with_pool(3, |pool| {
+        eventually("all parked", || all_parked(pool));
+        let before = wakes(pool);
+        pool.heat(2, pool.deadline_in(Duration::from_millis(30)), true);
+        eventually("two workers woke", || wakes(pool) == before + 2);
+        assert_eq!(pool.stats().threads_awake, 2, "the third stays parked");
+        // Heating the same number again (awake ones first) wakes nobody new.
+        pool.heat(2, pool.deadline_in(Duration::from_millis(30)), false);
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(wakes(pool), before + 2);
+        eventually("the heated workers park once the deadline passed", || {
+            all_parked(pool)
+        });
+        // Cooling cuts a long deadline short.
+        pool.heat(1, pool.deadline_in(Duration::from_secs(60)), false);
+        eventually("a worker woke", || pool.awake() == 1);
+        pool.cool();
+        eventually("the cooled worker parks", || all_parked(pool));
+    });
+}
+
+#[test]
+fn slow_wake_ups_mean_busy_cores_and_a_probe_now_and_then_looks_again() {
+    with_pool(2, |pool| {
+        // Woken workers report how long they took to run.
+        eventually("all parked", || all_parked(pool));
+        assert_eq!(pool.wake_latency_ns.load(Ordering::Relaxed), 0);
+        let src: Vec<u8> = (0..(32usize << 20)).map(|i| (i * 3) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        copy_slices(pool, &mut dst, &src, CopyKind::Plain, 3, 2);
+        assert!(dst == src);
+        eventually("a woken worker reported its wake-up", || {
+            pool.wake_latency_ns.load(Ordering::Relaxed) > 0
+        });
+        // Fast wake-ups: the cores are free.
+        pool.wake_latency_ns.store(10_000, Ordering::Relaxed);
+        assert!(pool.cores_free());
+        assert!(pool.cores_free());
+        // Slow ones: busy, except for one probe per BUSY_PROBE.
+        pool.wake_latency_ns
+            .store(tuning::BUSY_WAKE.as_nanos() as u64 * 10, Ordering::Relaxed);
+        let _ = pool.cores_free(); // may be the probe
+        assert!(!pool.cores_free(), "no second probe at once");
+        std::thread::sleep(tuning::BUSY_PROBE + Duration::from_millis(5));
+        assert!(pool.cores_free(), "a probe once BUSY_PROBE has passed");
+        assert!(!pool.cores_free(), "and only one");
+    });
+}
+
+#[test]
+fn a_pool_of_size_zero_copies_on_the_callers_thread() {
+    let _one_at_a_time = serial();
+    let pool = Pool::new(4, 0);
+    assert_eq!(pool.grow().unwrap(), 0);
+    assert_eq!(pool.enlistable(), 0);
+    let src: Vec<u8> = (0..(1usize << 20)).map(|i| (i * 17) as u8).collect();
+    let mut dst = vec![0u8; src.len()];
+    copy_slices(&pool, &mut dst, &src, CopyKind::Plain, 8, 7);
+    assert_eq!(dst, src);
+    assert_eq!(pool.stats().threads_started, 0);
+}
+
+#[test]
+fn parts_are_small_enough_for_late_helpers_and_never_too_many() {
+    // About four parts per thread, whole pages, at least 16 KiB.
+    assert_eq!(part_bytes(1 << 20, 4, 4, false), 64 << 10);
+    assert_eq!(part_bytes(150_528, 4, 4, false), 16 << 10);
+    assert_eq!(
+        part_bytes(4096, 4, 4, false),
+        4096,
+        "a copy smaller than a part"
+    );
+    assert_eq!(part_bytes(100, 4, 4, false), 4096);
+    // Gated copies fit the gate's bits; any copy fits a job's part count.
+    let gated = part_bytes(512 << 10, 16, 4, true);
+    assert!((512usize << 10).div_ceil(gated) <= gate::MAX_GATED_PARTS);
+    let huge = part_bytes(1 << 40, MAX_JOBS, usize::MAX, false);
+    assert!((1usize << 40).div_ceil(huge) <= MAX_PARTS);
+    for len in [1usize, 4095, 65_537, 300_001, 4_915_200] {
+        let per = part_bytes(len, 3, 4, false);
+        assert_eq!(per % PART_ALIGN, 0);
+        assert!(len.div_ceil(per) <= 3 * 4, "{len}: {per}");
     }
 }
 
@@ -170,7 +344,16 @@ fn copy_after_slices<E>(
     // SAFETY: `dst` holds `len` bytes and is borrowed until the pool returns; the
     // callers' `src` is readable for `len` bytes once `landed` returned and written
     // only inside `landed`.
-    unsafe { pool.copy_after(dst.as_mut_ptr(), src, len, CopyKind::Plain, 4, true, landed) }
+    unsafe {
+        pool.copy_after(
+            dst.as_mut_ptr(),
+            src,
+            len,
+            CopyKind::Plain,
+            share(4, 3),
+            landed,
+        )
+    }
 }
 
 #[test]

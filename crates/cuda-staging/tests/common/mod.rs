@@ -352,10 +352,10 @@ pub fn tasks() -> Vec<TaskInfo> {
     out
 }
 
-/// Whether `name` is a thread of the process-wide copy pool (`staging-copy-{i}`
-/// workers and the `staging-sched` scheduler).
+/// Whether `name` is a thread of the process-wide copy pool (its `staging-copy-{i}`
+/// helpers; it has no other thread).
 pub fn is_pool_thread(name: &str) -> bool {
-    name.starts_with("staging-copy-") || name == "staging-sched"
+    name.starts_with("staging-copy-")
 }
 
 /// The copy pool's threads now.
@@ -389,9 +389,9 @@ pub fn wait_until(what: &str, limit: std::time::Duration, mut f: impl FnMut() ->
 }
 
 /// Waits until every copy-pool worker is parked (asleep, state `S`): what a transfer
-/// after an idle gap finds. Workers spin 200 µs after their last part, longer when a
-/// predicted transfer or low-latency mode heated them (up to about 100 ms); 2 s is
-/// room for a loaded machine. True at once when the pool has not started.
+/// after an idle gap finds. Workers spin 50 µs after their last part, longer when a
+/// pipelined download woke them early (100 µs) or low-latency mode keeps them hot
+/// (up to about 100 ms); 2 s is room for a loaded machine. True at once when the pool has not started.
 pub fn wait_until_workers_parked() {
     wait_until(
         "every copy-pool worker parked",

@@ -1,0 +1,230 @@
+//! The copy pool's tunables: how long helpers linger, how many a transfer wakes,
+//! how finely a copy is cut. Process-wide, read on every split copy (a relaxed
+//! load each); the defaults are the measured choices documented on each constant.
+//! Changing them is for probes that time variants side by side in one process
+//! ([`set_pool_tuning`], hidden from the docs); programs size the pool with
+//! [`crate::set_copy_pool_threads`] and each buffer with
+//! [`crate::StagingBuffer::set_copy_threads`].
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crate::routing::Direction;
+use std::time::Duration;
+
+/// A helper spins this long after its part of a copy before it parks, when more is
+/// coming soon: the next chunk of the same pipelined transfer (a chunk's DMA takes
+/// 10-25 µs on the H200 host), the next transfer of a tight loop. After the last
+/// copy of a transfer that followed a gap it parks at once: a frame loop's helpers
+/// cost nothing between frames.
+pub(crate) const LINGER: Duration = Duration::from_micros(50);
+
+/// How long the helpers a pipelined download wakes at its start spin waiting for
+/// its first copy-out (the first chunk's DMA plus their own wake-up).
+pub(crate) const PREWAKE_HOLD: Duration = Duration::from_micros(100);
+
+/// After a gap, an upload smaller than this wakes no parked helper: the caller
+/// copies alone (in two halves that overlap the DMA), because a parked thread on an
+/// idle core takes tens of µs to run (26 µs at the median after a 2 ms sleep, 49 µs
+/// after 16 ms, bare threads on the 16-core H200 host), longer than the copy.
+pub(crate) const WAKE_MIN_BYTES: usize = 512 << 10;
+
+/// After a gap, a download from this size wakes one helper before it waits for its
+/// DMA: the helper wakes while the DMA runs and takes part of the copy-out.
+pub(crate) const DOWNLOAD_WAKE_MIN_BYTES: usize = 128 << 10;
+
+/// A download's copy-out is split over at most this many threads, the caller
+/// included.
+pub(crate) const DOWNLOAD_THREADS: usize = 4;
+
+/// Woken helpers that take longer than this to run, on average, mean the cores
+/// are busy: transfers after a gap then copy on the caller alone
+/// ([`crate::pool::Pool::cores_free`]).
+pub(crate) const BUSY_WAKE: Duration = Duration::from_micros(250);
+
+/// While the cores look busy, one transfer this often wakes its helpers anyway, to
+/// see whether they still are.
+pub(crate) const BUSY_PROBE: Duration = Duration::from_millis(20);
+
+/// After a gap, a host copy wakes one parked helper per this many bytes (at least
+/// one from [`WAKE_MIN_BYTES`]), up to the buffer's copy threads less the caller.
+pub(crate) const HELPER_BYTES: usize = 512 << 10;
+
+/// In a tight loop (transfers back to back) or low-latency mode, one helper per
+/// this many bytes of host copy, at least one from 64 KiB: each helper spins
+/// through the whole transfer, so back to back a transfer's CPU is its latency
+/// times its threads, and the count follows the copy.
+pub(crate) const BACK_TO_BACK_HELPER_BYTES: usize = 512 << 10;
+
+/// A split copy is cut into about this many parts per thread taking part, so that
+/// helpers arriving late (woken by the copy itself) still find work, and a helper
+/// the OS preempts holds up only a small part.
+pub(crate) const PARTS_PER_THREAD: usize = 4;
+
+/// The process-wide tunables; see the constants above for the defaults.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolTuning {
+    /// [`LINGER`].
+    pub linger: Duration,
+    /// [`PREWAKE_HOLD`].
+    pub prewake_hold: Duration,
+    /// [`WAKE_MIN_BYTES`].
+    pub wake_min_bytes: usize,
+    /// [`HELPER_BYTES`].
+    pub helper_bytes: usize,
+    /// [`BACK_TO_BACK_HELPER_BYTES`].
+    pub back_to_back_helper_bytes: usize,
+    /// [`PARTS_PER_THREAD`].
+    pub parts_per_thread: usize,
+    /// [`DOWNLOAD_WAKE_MIN_BYTES`].
+    pub download_wake_min_bytes: usize,
+    /// [`DOWNLOAD_THREADS`].
+    pub download_threads: usize,
+    /// [`BUSY_WAKE`].
+    pub busy_wake: Duration,
+}
+
+impl Default for PoolTuning {
+    fn default() -> Self {
+        PoolTuning {
+            linger: LINGER,
+            prewake_hold: PREWAKE_HOLD,
+            wake_min_bytes: WAKE_MIN_BYTES,
+            helper_bytes: HELPER_BYTES,
+            back_to_back_helper_bytes: BACK_TO_BACK_HELPER_BYTES,
+            parts_per_thread: PARTS_PER_THREAD,
+            download_wake_min_bytes: DOWNLOAD_WAKE_MIN_BYTES,
+            download_threads: DOWNLOAD_THREADS,
+            busy_wake: BUSY_WAKE,
+        }
+    }
+}
+
+static LINGER_NS: AtomicU64 = AtomicU64::new(LINGER.as_nanos() as u64);
+static PREWAKE_HOLD_NS: AtomicU64 = AtomicU64::new(PREWAKE_HOLD.as_nanos() as u64);
+static WAKE_MIN: AtomicUsize = AtomicUsize::new(WAKE_MIN_BYTES);
+static HELPER: AtomicUsize = AtomicUsize::new(HELPER_BYTES);
+static BACK_TO_BACK_HELPER: AtomicUsize = AtomicUsize::new(BACK_TO_BACK_HELPER_BYTES);
+static PARTS: AtomicUsize = AtomicUsize::new(PARTS_PER_THREAD);
+static DOWNLOAD_WAKE_MIN: AtomicUsize = AtomicUsize::new(DOWNLOAD_WAKE_MIN_BYTES);
+static DOWNLOAD: AtomicUsize = AtomicUsize::new(DOWNLOAD_THREADS);
+static BUSY_WAKE_NS: AtomicU64 = AtomicU64::new(BUSY_WAKE.as_nanos() as u64);
+
+/// Sets the process-wide tunables (for probes; see the module notes). Byte counts
+/// and `parts_per_thread` of 0 are taken as 1.
+#[doc(hidden)]
+pub fn set_pool_tuning(t: PoolTuning) {
+    LINGER_NS.store(t.linger.as_nanos() as u64, Ordering::Relaxed);
+    PREWAKE_HOLD_NS.store(t.prewake_hold.as_nanos() as u64, Ordering::Relaxed);
+    WAKE_MIN.store(t.wake_min_bytes, Ordering::Relaxed);
+    HELPER.store(t.helper_bytes.max(1), Ordering::Relaxed);
+    BACK_TO_BACK_HELPER.store(t.back_to_back_helper_bytes.max(1), Ordering::Relaxed);
+    PARTS.store(t.parts_per_thread.max(1), Ordering::Relaxed);
+    DOWNLOAD_WAKE_MIN.store(t.download_wake_min_bytes, Ordering::Relaxed);
+    DOWNLOAD.store(t.download_threads.max(1), Ordering::Relaxed);
+    BUSY_WAKE_NS.store(
+        u64::try_from(t.busy_wake.as_nanos()).unwrap_or(u64::MAX),
+        Ordering::Relaxed,
+    );
+}
+
+/// The process-wide tunables now.
+#[doc(hidden)]
+pub fn pool_tuning() -> PoolTuning {
+    PoolTuning {
+        linger: Duration::from_nanos(linger_ns()),
+        prewake_hold: Duration::from_nanos(prewake_hold_ns()),
+        wake_min_bytes: WAKE_MIN.load(Ordering::Relaxed),
+        helper_bytes: HELPER.load(Ordering::Relaxed),
+        back_to_back_helper_bytes: BACK_TO_BACK_HELPER.load(Ordering::Relaxed),
+        parts_per_thread: parts_per_thread(),
+        download_wake_min_bytes: DOWNLOAD_WAKE_MIN.load(Ordering::Relaxed),
+        download_threads: download_threads(),
+        busy_wake: Duration::from_nanos(busy_wake_ns()),
+    }
+}
+
+pub(crate) fn linger_ns() -> u64 {
+    LINGER_NS.load(Ordering::Relaxed)
+}
+
+pub(crate) fn prewake_hold_ns() -> u64 {
+    PREWAKE_HOLD_NS.load(Ordering::Relaxed)
+}
+
+pub(crate) fn parts_per_thread() -> usize {
+    PARTS.load(Ordering::Relaxed)
+}
+
+pub(crate) fn download_threads() -> usize {
+    DOWNLOAD.load(Ordering::Relaxed)
+}
+
+pub(crate) fn busy_wake_ns() -> u64 {
+    BUSY_WAKE_NS.load(Ordering::Relaxed)
+}
+
+/// Pool helpers a transfer's host copy of `copy_bytes` enlists when up to
+/// `threads` threads share it (the caller included): after a gap, uploads none below
+/// [`WAKE_MIN_BYTES`] and downloads one from [`DOWNLOAD_WAKE_MIN_BYTES`], then one
+/// per [`HELPER_BYTES`]; `hot` (a tight loop, or low-latency mode, where helpers
+/// are awake anyway) one per [`BACK_TO_BACK_HELPER_BYTES`], at least one from
+/// 64 KiB. Never more than `threads - 1`.
+pub(crate) fn helpers_to_wake(
+    copy_bytes: usize,
+    threads: usize,
+    direction: Direction,
+    hot: bool,
+) -> usize {
+    let (min, per) = if hot {
+        (
+            crate::copy::PARALLEL_MIN_BYTES,
+            BACK_TO_BACK_HELPER.load(Ordering::Relaxed),
+        )
+    } else {
+        let min = match direction {
+            Direction::HostToDevice => WAKE_MIN.load(Ordering::Relaxed),
+            Direction::DeviceToHost => DOWNLOAD_WAKE_MIN.load(Ordering::Relaxed),
+        };
+        (min, HELPER.load(Ordering::Relaxed))
+    };
+    if threads < 2 || copy_bytes < min.max(crate::copy::PARALLEL_MIN_BYTES) {
+        return 0;
+    }
+    (copy_bytes / per.max(1)).clamp(1, threads - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_copies_after_a_gap_wake_nobody_and_large_ones_wake_up_to_the_cap() {
+        let d = PoolTuning::default();
+        assert_eq!(pool_tuning(), d, "nothing in this binary changes them");
+        let (up, down) = (Direction::HostToDevice, Direction::DeviceToHost);
+        // After a gap: uploads nothing under 512 KiB, then one per 512 KiB.
+        assert_eq!(helpers_to_wake(150_528, 4, up, false), 0);
+        assert_eq!(helpers_to_wake((512 << 10) - 1, 4, up, false), 0);
+        assert_eq!(helpers_to_wake(512 << 10, 4, up, false), 1);
+        assert_eq!(helpers_to_wake(1 << 20, 4, up, false), 2);
+        assert_eq!(helpers_to_wake(4_915_200, 4, up, false), 3, "capped");
+        assert_eq!(helpers_to_wake(4_915_200, 16, up, false), 9);
+        // Downloads one from 128 KiB.
+        assert_eq!(helpers_to_wake((128 << 10) - 1, 4, down, false), 0);
+        assert_eq!(helpers_to_wake(150_528, 4, down, false), 1);
+        assert_eq!(helpers_to_wake(1 << 20, 4, down, false), 2);
+        // Back to back: at least one from 64 KiB, one per 512 KiB.
+        for dir in [up, down] {
+            assert_eq!(helpers_to_wake((64 << 10) - 1, 4, dir, true), 0);
+            assert_eq!(helpers_to_wake(64 << 10, 4, dir, true), 1);
+            assert_eq!(helpers_to_wake(150_528, 4, dir, true), 1);
+            assert_eq!(helpers_to_wake(1 << 20, 4, dir, true), 2);
+            assert_eq!(helpers_to_wake(4_915_200, 4, dir, true), 3);
+            // One thread: the caller alone.
+            assert_eq!(helpers_to_wake(64 << 20, 1, dir, false), 0);
+            assert_eq!(helpers_to_wake(64 << 20, 1, dir, true), 0);
+            assert_eq!(helpers_to_wake(64 << 20, 0, dir, true), 0);
+        }
+    }
+}

@@ -24,7 +24,8 @@
 //! The `frames` bench (frame loops: a sleep or busy gap before every transfer) keeps
 //! its plan in [`frames`], its gaps in [`gap`], its runners in [`frame_loop`],
 //! [`four_pipelines`], [`scaling`] (one GPU against all) and [`chunks`], its
-//! percentiles in [`stats`] and its output in [`records`]. Both benches check their data with [`pattern`].
+//! percentiles in [`stats`], its CPU clocks in [`cpu_time`] and its output in [`records`]. Both
+//! benches check their data with [`pattern`].
 //!
 //! The `pipeline` bench (issue 13: one inference-shaped pipeline of frames, run
 //! synchronously or through the staging ring, and batched downloads) and the
@@ -32,6 +33,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod chunks;
+pub mod cpu_time;
 mod cudarc_gpu;
 pub mod four_pipelines;
 pub mod frame_loop;

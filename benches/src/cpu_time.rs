@@ -109,6 +109,41 @@ pub fn elapsed(start: Option<Duration>, end: Option<Duration>) -> Option<Duratio
     Some(end?.saturating_sub(start?))
 }
 
+/// Adds up CPU windows (one per measured transfer or frame) for their mean; once a
+/// window could not be read, the mean is `None` rather than a mean of the rest.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpuTally {
+    total: Duration,
+    windows: usize,
+    unreadable: bool,
+}
+
+impl CpuTally {
+    /// Adds one window's CPU; `None` marks the tally unreadable.
+    pub fn add(&mut self, window: Option<Duration>) {
+        match window {
+            Some(d) => {
+                self.total += d;
+                self.windows += 1;
+            }
+            None => self.unreadable = true,
+        }
+    }
+
+    /// How many windows were added (readable ones).
+    pub fn windows(&self) -> usize {
+        self.windows
+    }
+
+    /// The mean window in µs; `None` with no window or an unreadable one.
+    pub fn mean_us(&self) -> Option<f64> {
+        if self.unreadable {
+            return None;
+        }
+        mean_us(Some(self.total), self.windows)
+    }
+}
+
 /// The raw calls; every `unsafe` block of the benches' CPU clocks is here.
 #[cfg(unix)]
 mod sys {
@@ -243,5 +278,17 @@ mod tests {
         assert_eq!(elapsed(Some(ms(5)), Some(ms(2))), Some(Duration::ZERO));
         assert_eq!(elapsed(None, Some(ms(2))), None);
         assert_eq!(us(Duration::from_nanos(1500)), 1.5);
+    }
+
+    #[test]
+    fn a_tally_means_its_windows_unless_one_was_unreadable() {
+        let us = Duration::from_micros;
+        let mut t = CpuTally::default();
+        assert_eq!(t.mean_us(), None);
+        t.add(Some(us(10)));
+        t.add(Some(us(30)));
+        assert_eq!((t.windows(), t.mean_us()), (2, Some(20.0)));
+        t.add(None);
+        assert_eq!((t.windows(), t.mean_us()), (2, None));
     }
 }

@@ -11,7 +11,7 @@
 //! then [`FrameColumn::ALONE`]), on the same buffers ([`FrameLoop`]).
 //!
 //! `cpu_us` is the process's CPU time over the timed block (all threads) divided by
-//! its calls. A block lasts at least 150 ms in the full run, long against the
+//! its calls. A block lasts at least 200 ms in the full run, long against the
 //! kernel's tick, so the process clock's lag on threads running on other cores when
 //! it is read (see [`crate::cpu_time`]) stays within a few percent of a spinning
 //! helper's CPU.

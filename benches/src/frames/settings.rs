@@ -54,8 +54,9 @@ impl FrameSettings {
             reps_short_gap: 250,
             reps_long_gap: 100,
             warmup_reps: 6,
-            // 12 cells x 5 columns x 150 ms (16 MiB pageable: 200 calls, ~300 ms).
-            tight_block: Duration::from_millis(150),
+            // 12 cells x 5 columns x 200 ms (16 MiB pageable: 200 calls, ~300 ms),
+            // and the pauses: about 16 s on the H200.
+            tight_block: Duration::from_millis(200),
             tight_min_calls: 200,
             tight_warmup_calls: 20,
             contended_frames: 100,
@@ -298,7 +299,7 @@ mod tests {
     fn the_new_scenarios_take_a_quarter_minute_each() {
         let f = FrameSettings::full();
         let alone = |s| f.estimated_run_time(&[s]) - ASSUMED_SETUP;
-        // 12 cells x 5 columns x 150 ms, the 16 MiB blocks longer, and the pauses.
+        // 12 cells x 5 columns x 200 ms, the 16 MiB blocks longer, and the pauses.
         let tight = alone(Scenario::TightLoop);
         assert!(
             tight >= Duration::from_secs(12) && tight <= Duration::from_secs(20),

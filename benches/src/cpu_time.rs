@@ -130,6 +130,13 @@ impl CpuTally {
         }
     }
 
+    /// Adds `other`'s windows to these.
+    pub fn merge(&mut self, other: &CpuTally) {
+        self.total += other.total;
+        self.windows += other.windows;
+        self.unreadable |= other.unreadable;
+    }
+
     /// How many windows were added (readable ones).
     pub fn windows(&self) -> usize {
         self.windows
@@ -288,7 +295,17 @@ mod tests {
         t.add(Some(us(10)));
         t.add(Some(us(30)));
         assert_eq!((t.windows(), t.mean_us()), (2, Some(20.0)));
+        let mut u = CpuTally::default();
+        u.add(Some(us(50)));
+        u.merge(&t);
+        assert_eq!((u.windows(), u.mean_us()), (3, Some(30.0)));
         t.add(None);
         assert_eq!((t.windows(), t.mean_us()), (2, None));
+        u.merge(&t);
+        assert_eq!(
+            u.mean_us(),
+            None,
+            "an unreadable window spoils the merge too"
+        );
     }
 }

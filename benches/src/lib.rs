@@ -182,8 +182,8 @@ impl BenchSettings {
             quick: false,
             sizes: full_sizes(),
             // 0.25 s per benchmark (40 samples) keeps the whole `cargo xtask bench`,
-            // whose frame loops need over three minutes of real gaps, inside one
-            // 10-minute device call with room to spare: about 5 minutes on the H200.
+            // whose frame loops need almost four minutes of real gaps and blocks, inside
+            // one 10-minute device call with room to spare: about 6 minutes on the H200.
             warm_up: Duration::from_millis(80),
             measurement: Duration::from_millis(250),
             sample_size: 40,

@@ -194,13 +194,12 @@ mod sys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::hint::black_box;
-    use std::sync::mpsc;
-    use std::time::Instant;
 
     /// Spins the calling thread for `d` of wall time.
+    #[cfg(unix)]
     fn spin(d: Duration) -> u64 {
-        let start = Instant::now();
+        use std::hint::black_box;
+        let start = std::time::Instant::now();
         let mut x = 1u64;
         while start.elapsed() < d {
             for _ in 0..1000 {
@@ -247,6 +246,7 @@ mod tests {
     #[test]
     #[cfg(any(target_os = "linux", target_os = "android"))]
     fn another_thread_s_clock_reads_that_thread_only() {
+        use std::sync::mpsc;
         let (clock_tx, clock_rx) = mpsc::channel();
         let (go_tx, go_rx) = mpsc::channel::<()>();
         let (done_tx, done_rx) = mpsc::channel::<()>();

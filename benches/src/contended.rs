@@ -9,9 +9,11 @@
 //! (size × direction), blocks of [`FrameSettings::warmup_reps`] +
 //! [`FrameSettings::contended_frames`] frames run one after another: a baseline block
 //! (the calling thread only sleeps, no transfer), then one block per column of
-//! [`CONTENDED_COLUMNS`], then the baseline again. The neighbours are paused between
-//! blocks, so the clocks are read while they are parked (exactly, see
-//! [`crate::neighbours`]).
+//! [`CONTENDED_COLUMNS`], then the baseline again. A frame is a 2 ms sleep and a
+//! transfer; a block ends with one more sleep, so whatever the library's threads do
+//! after the last transfer is billed to the block, and they are parked again when it
+//! ends. The neighbours are paused between blocks, so the clocks are read while they
+//! are parked (exactly, see [`crate::neighbours`]).
 //!
 //! Per column:
 //! - p50 / p99 of the transfer, over the block's frames after the warm-up ones;
@@ -150,7 +152,7 @@ pub fn run(
 }
 
 /// One block with the neighbours paused at both ends: `column`'s transfer after
-/// every sleep, or (`None`, a baseline) the sleeps alone.
+/// every sleep, or (`None`, a baseline) the sleeps alone, then one more sleep.
 fn block(
     fl: &mut FrameLoop<'_>,
     neighbours: &Neighbours,
@@ -174,6 +176,8 @@ fn block(
             }
         }
     }
+    // The last transfer's aftermath belongs to this block (see the module docs).
+    std::thread::sleep(CONTENDED_GAP);
     let wall = started.elapsed();
     neighbours.pause();
     let process = cpu_time::elapsed(process_before, cpu_time::process_cpu());

@@ -185,10 +185,12 @@ impl FrameSettings {
     /// paused and resumed around each block.
     fn contended_time(&self) -> Duration {
         let gap = Gap::Sleep(Duration::from_millis(2)).assumed_cost();
+        // The block's frames and its closing sleep.
         let frames = (self.warmup_reps + self.contended_frames) as u32;
+        let sleeps = frames + 1;
         let mut total = ASSUMED_NEIGHBOURS_SETUP;
         for &bytes in &self.sizes {
-            let blocks = (gap * frames + ASSUMED_PAUSE) * CONTENDED_BLOCKS as u32;
+            let blocks = (gap * sleeps + ASSUMED_PAUSE) * CONTENDED_BLOCKS as u32;
             let transfers = assumed_transfer_cost(bytes) * frames * CONTENDED_COLUMNS.len() as u32;
             total += (blocks + transfers) * 2;
         }

@@ -3,13 +3,13 @@
 //! median. Scenarios, columns and repetitions: `benches::frames`.
 //!
 //! ```text
-//! cargo bench -p benches --bench frames            # sleep-2ms, sleep-16ms, busy-2ms, four-pipelines, scaling
+//! cargo bench -p benches --bench frames            # sleep-2ms, sleep-16ms, busy-2ms, tight-loop, contended, four-pipelines, scaling
 //! FRAMES_ONLY=sleep-2ms,chunks cargo bench -p benches --bench frames
 //! BENCH_QUICK=1 cargo bench -p benches --bench frames   # smoke run: 20 reps, 2 sizes
 //! ```
 //!
 //! Writes `$BENCH_RECORDS_DIR/frames.json` (see `benches::records`) and prints the
-//! tables and its elapsed time. Criterion-style arguments are accepted and ignored,
+//! tables (latency and CPU per frame, see `benches::log_tables`) and its elapsed time. Criterion-style arguments are accepted and ignored,
 //! except `--bench` (measure), `--list` and test mode (no `--bench`: a smoke pass
 //! that writes nothing). Without a CUDA GPU it says "no CUDA GPU/driver found: ..."
 //! and exits 1 under `--bench`, 0 in test mode. With one GPU, `scaling` says
@@ -23,7 +23,7 @@ use std::time::Instant;
 use benches::frame_loop::FrameLoop;
 use benches::frames::{scenarios_from, FrameSettings, Scenario, FRAMES_ONLY_ENV};
 use benches::records::{self, Record, RECORDS_DIR_ENV};
-use benches::{chunks, four_pipelines, scaling, Gpu, RunMode};
+use benches::{chunks, four_pipelines, log_tables, scaling, Gpu, RunMode};
 
 fn main() -> ExitCode {
     let mode = RunMode::from_args(std::env::args());
@@ -92,10 +92,11 @@ fn run(
     // and written.
     let mut failed: Option<String> = None;
     let mut frame_records = Vec::new();
+    let mut contended_records = Vec::new();
     let frame_scenarios: Vec<Scenario> = scenarios
         .iter()
         .copied()
-        .filter(|s| s.gap().is_some())
+        .filter(|s| s.uses_frame_columns())
         .collect();
     if !frame_scenarios.is_empty() {
         let mut fl =
@@ -105,7 +106,10 @@ fn run(
         progress("every column's data checked at every size, both ways");
         for &s in &frame_scenarios {
             match fl.run(s, settings, progress) {
-                Ok(r) => frame_records.extend(r),
+                Ok((frames, contended)) => {
+                    frame_records.extend(frames);
+                    contended_records.extend(contended);
+                }
                 Err(e) => {
                     failed = Some(e);
                     break;
@@ -137,8 +141,9 @@ fn run(
 
     // The tables last, together: the end of the log is read first.
     println!();
-    print!("{}", records::frame_tables(&frame_records));
-    print!("{}", records::pipeline_table(&pipeline_records));
+    print!("{}", log_tables::frame_tables(&frame_records));
+    print!("{}", log_tables::contended_tables(&contended_records));
+    print!("{}", log_tables::pipeline_table(&pipeline_records));
     print!("{}", scaling::scaling_table(&scaling_records));
     if let Some(t) = chunk_table {
         print!("{t}");
@@ -147,6 +152,7 @@ fn run(
     let all: Vec<Record> = frame_records
         .into_iter()
         .map(Record::Frame)
+        .chain(contended_records.into_iter().map(Record::Contended))
         .chain(pipeline_records.into_iter().map(Record::Pipeline))
         .chain(scaling_records.into_iter().map(Record::Scaling))
         .collect();

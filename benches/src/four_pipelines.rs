@@ -8,6 +8,12 @@
 //! Each column is one phase: all four threads run it, started together by a
 //! [`Barrier`] after a data check and a few warm-up frames; the phase's wall time runs
 //! from the first thread's start to the last thread's end.
+//!
+//! CPU per frame (`cpu_us`): the process's CPU time (all threads: the four loops,
+//! the library's helpers, the driver's) from the moment every thread has passed the
+//! start barrier to the moment every thread has finished its timed frames, read by
+//! the thread that started them (it waits at both barriers too), over the frames of
+//! all threads. The gaps are sleeps, so they cost next to nothing.
 
 use std::hint::black_box;
 use std::sync::Barrier;
@@ -16,6 +22,7 @@ use std::time::{Duration, Instant};
 use cuda_core::{Context, DeviceBuffer, Error, Stream};
 use cuda_staging::StagingBuffer;
 
+use crate::cpu_time;
 use crate::frames::{FrameSettings, LOW_LATENCY_QUIET};
 use crate::records::PipelineRecord;
 use crate::stats::Summary;
@@ -225,8 +232,10 @@ fn run_phase(
     phase: usize,
     settings: &FrameSettings,
 ) -> Result<PipelineRecord, String> {
-    let barrier = Barrier::new(PIPELINE_THREADS);
-    let runs: Vec<Result<ThreadRun, String>> = std::thread::scope(|s| {
+    // The pipelines and this thread, which reads the process's CPU clock when all
+    // have started timing and when all have stopped.
+    let barrier = Barrier::new(PIPELINE_THREADS + 1);
+    let (runs, cpu): (Vec<Result<ThreadRun, String>>, _) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..PIPELINE_THREADS)
             .map(|t| {
                 let (ctx, barrier) = (&gpu.ctx, &barrier);
@@ -234,7 +243,11 @@ fn run_phase(
                 s.spawn(move || pipeline_thread(ctx, column, seed, settings, barrier))
             })
             .collect();
-        crate::join_all(handles)
+        barrier.wait();
+        let before = cpu_time::process_cpu();
+        barrier.wait();
+        let cpu = cpu_time::elapsed(before, cpu_time::process_cpu());
+        (crate::join_all(handles), cpu)
     });
     let mut samples = Vec::new();
     let (mut start, mut end) = (None::<Instant>, None::<Instant>);
@@ -255,6 +268,7 @@ fn run_phase(
         fps: s.samples as f64 / wall.as_secs_f64().max(f64::MIN_POSITIVE),
         p50_us: s.p50_us(),
         p99_us: s.p99_us(),
+        cpu_us: cpu_time::mean_us(cpu, s.samples),
         samples: s.samples as u64,
         copy_threads: cuda_staging::pool_threads_started() as u64,
     })

@@ -1,4 +1,6 @@
-//! Runs the frame-loop scenarios (`sleep-2ms`, `sleep-16ms`, `busy-2ms`) on the GPU.
+//! Runs the frame-loop scenarios (`sleep-2ms`, `sleep-16ms`, `busy-2ms`) on the GPU,
+//! and owns the columns' buffers that `tight-loop` ([`crate::tight_loop`]) and
+//! `contended` ([`crate::contended`]) run on too.
 //!
 //! Each column owns its buffers, as a user's loop keeps one staging buffer per
 //! stream: a device buffer per size, a host `Vec` of the largest size (the pageable
@@ -12,6 +14,15 @@
 //! `copy-in-low-latency` runs its own *gap, transfer* loop (why:
 //! [`FrameColumn::INTERLEAVED`]) and the cell ends with [`LOW_LATENCY_QUIET`]. Only the
 //! transfer call is timed, with an `Instant` around it.
+//!
+//! CPU per frame (`cpu_us`): the process's CPU time, all threads, over a window per
+//! measured transfer, less the calling thread's CPU over the gap inside it. A
+//! transfer's window runs from just before it starts to just before the next
+//! measured transfer (of whichever column) starts, so it holds the transfer, whatever
+//! the library's threads do after it, and the next gap; the last transfer of a loop
+//! gets one more gap to close its window. `cpu_us` is the mean over the measured
+//! repetitions: CPU per frame is the total over the frames. The clocks are read
+//! outside the timed call, so latency does not pay for them.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -19,9 +30,10 @@ use std::time::{Duration, Instant};
 use cuda_core::{DeviceBuffer, Error};
 use cuda_staging::StagingBuffer;
 
-use crate::frames::{FrameColumn, FrameSettings, Scenario, LOW_LATENCY_QUIET};
+use crate::cpu_time::{self, CpuTally};
+use crate::frames::{FrameColumn, FrameSettings, Gap, Scenario, LOW_LATENCY_QUIET};
 use crate::gap::GapRunner;
-use crate::records::FrameRecord;
+use crate::records::{ContendedRecord, FrameRecord};
 use crate::stats::Summary;
 use crate::{compare, dtoh_pageable_async, fill_pattern, htod_pageable_async, Direction, Gpu};
 
@@ -77,8 +89,13 @@ impl<'g> FrameLoop<'g> {
         })
     }
 
+    /// The sizes, in bytes, in the order of the device buffers.
+    pub fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+
     /// One transfer of `column` in `direction` at size index `i`, timed alone.
-    fn transfer(
+    pub(crate) fn transfer(
         &mut self,
         column: FrameColumn,
         direction: Direction,
@@ -213,7 +230,7 @@ impl<'g> FrameLoop<'g> {
     }
 
     /// Pinned allocations of every staging column so far.
-    fn allocations(&self) -> u64 {
+    pub(crate) fn allocations(&self) -> u64 {
         self.columns
             .iter()
             .filter_map(|c| c.staging.as_ref())
@@ -221,9 +238,37 @@ impl<'g> FrameLoop<'g> {
             .sum()
     }
 
-    /// Runs one frame-loop scenario over every size and both directions; returns a
-    /// record per cell and column. `progress` hears about each finished cell.
+    /// Runs one scenario on these columns: a frame loop with a gap, `tight-loop` or
+    /// `contended`. Returns the frame records and the `contended` ones;
+    /// `progress` hears about each finished cell.
     pub fn run(
+        &mut self,
+        scenario: Scenario,
+        settings: &FrameSettings,
+        progress: impl FnMut(&str),
+    ) -> Result<(Vec<FrameRecord>, Vec<ContendedRecord>), String> {
+        let pinned_before = self.allocations();
+        let records = match scenario {
+            Scenario::TightLoop => (
+                crate::tight_loop::run(self, settings, progress)?,
+                Vec::new(),
+            ),
+            Scenario::Contended => (Vec::new(), crate::contended::run(self, settings, progress)?),
+            _ => (self.run_gaps(scenario, settings, progress)?, Vec::new()),
+        };
+        let pinned = self.allocations() - pinned_before;
+        if pinned != 0 {
+            eprintln!(
+                "frames: WARNING: {}: the staging buffers pinned memory {pinned} time(s) while timing",
+                scenario.name()
+            );
+        }
+        Ok(records)
+    }
+
+    /// One frame-loop scenario with a gap over every size and both directions: a
+    /// record per cell and column.
+    fn run_gaps(
         &mut self,
         scenario: Scenario,
         settings: &FrameSettings,
@@ -231,44 +276,33 @@ impl<'g> FrameLoop<'g> {
     ) -> Result<Vec<FrameRecord>, String> {
         let gap = scenario.gap().ok_or("not a frame-loop scenario")?;
         let reps = settings.reps(gap);
-        let pinned_before = self.allocations();
         let mut records = Vec::new();
         for i in 0..self.sizes.len() {
             let bytes = self.sizes[i];
             for direction in Direction::ALL {
-                let mut samples: Vec<Vec<Duration>> = (0..FrameColumn::ALL.len())
-                    .map(|_| Vec::with_capacity(reps))
-                    .collect();
-                let mut cell = |me: &mut Self, columns: &[FrameColumn]| -> Result<(), String> {
-                    for rep in 0..settings.warmup_reps + reps {
-                        for &column in columns {
-                            me.gaps.wait(gap);
-                            let t = me.transfer(column, direction, i).map_err(|e| {
-                                format!(
-                                    "{} {} {} {bytes} B: {e}",
-                                    scenario.name(),
-                                    column.name(),
-                                    direction.label()
-                                )
-                            })?;
-                            if rep >= settings.warmup_reps {
-                                samples[column.index()].push(t);
-                            }
-                        }
-                    }
-                    Ok(())
+                let mut cell = Cell::new(settings.warmup_reps, reps);
+                let what = |column: FrameColumn| {
+                    format!(
+                        "{} {} {} {bytes} B",
+                        scenario.name(),
+                        column.name(),
+                        direction.label()
+                    )
                 };
-                cell(self, &FrameColumn::INTERLEAVED)?;
-                cell(self, &FrameColumn::ALONE)?;
+                for columns in [&FrameColumn::INTERLEAVED[..], &FrameColumn::ALONE[..]] {
+                    self.gap_loop(gap, columns, direction, i, &mut cell)
+                        .map_err(|(column, e)| format!("{}: {e}", what(column)))?;
+                }
                 std::thread::sleep(LOW_LATENCY_QUIET);
                 for column in FrameColumn::ALL {
-                    let s = Summary::of(&mut samples[column.index()]).ok_or("no samples")?;
+                    let s = Summary::of(&mut cell.samples[column.index()]).ok_or("no samples")?;
                     records.push(FrameRecord::new(
                         scenario.name(),
                         direction,
                         bytes,
                         column,
                         &s,
+                        cell.cpu[column.index()].mean_us(),
                     ));
                 }
                 progress(&format!(
@@ -278,13 +312,103 @@ impl<'g> FrameLoop<'g> {
                 ));
             }
         }
-        let pinned = self.allocations() - pinned_before;
-        if pinned != 0 {
-            eprintln!(
-                "frames: WARNING: {}: the staging buffers pinned memory {pinned} time(s) while timing",
-                scenario.name()
-            );
-        }
         Ok(records)
+    }
+
+    /// The cell's warm-up and measured repetitions of *gap, transfer* for each of
+    /// `columns` in turn; each measured transfer's time and CPU window go into `cell`
+    /// (see the module docs). An error names the column that failed.
+    fn gap_loop(
+        &mut self,
+        gap: Gap,
+        columns: &[FrameColumn],
+        direction: Direction,
+        i: usize,
+        cell: &mut Cell,
+    ) -> Result<(), (FrameColumn, Error)> {
+        // The measured transfer whose window is open, and the process's CPU at its start.
+        let mut open: Option<(FrameColumn, Option<Duration>)> = None;
+        for rep in 0..cell.warmup + cell.reps {
+            for &column in columns {
+                let gap_cpu = self.gaps.wait_counting_cpu(gap);
+                let now = cpu_time::process_cpu();
+                if let Some((c, start)) = open.take() {
+                    cell.cpu[c.index()].add(window_cpu(start, now, gap_cpu));
+                }
+                let t = self
+                    .transfer(column, direction, i)
+                    .map_err(|e| (column, e))?;
+                if rep >= cell.warmup {
+                    cell.samples[column.index()].push(t);
+                    open = Some((column, now));
+                }
+            }
+        }
+        // One more gap closes the last window.
+        let gap_cpu = self.gaps.wait_counting_cpu(gap);
+        let now = cpu_time::process_cpu();
+        if let Some((c, start)) = open {
+            cell.cpu[c.index()].add(window_cpu(start, now, gap_cpu));
+        }
+        Ok(())
+    }
+}
+
+/// One cell's plan and measurements, indexed by [`FrameColumn::index`].
+struct Cell {
+    /// Repetitions dropped at the start of each loop.
+    warmup: usize,
+    /// Measured repetitions per loop.
+    reps: usize,
+    samples: Vec<Vec<Duration>>,
+    cpu: Vec<CpuTally>,
+}
+
+impl Cell {
+    fn new(warmup: usize, reps: usize) -> Cell {
+        Cell {
+            warmup,
+            reps,
+            samples: (0..FrameColumn::ALL.len())
+                .map(|_| Vec::with_capacity(reps))
+                .collect(),
+            cpu: vec![CpuTally::default(); FrameColumn::ALL.len()],
+        }
+    }
+}
+
+/// A transfer's CPU: the process's CPU from `start` to `end`, less the calling
+/// thread's CPU over the gap between them; `None` where a clock was unreadable.
+pub fn window_cpu(
+    start: Option<Duration>,
+    end: Option<Duration>,
+    gap_cpu: Option<Duration>,
+) -> Option<Duration> {
+    Some(cpu_time::elapsed(start, end)?.saturating_sub(gap_cpu?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_loses_its_gap_s_own_cpu() {
+        let us = Duration::from_micros;
+        assert_eq!(
+            window_cpu(Some(us(100)), Some(us(2150)), Some(us(2000))),
+            Some(us(50))
+        );
+        // A sleeping gap costs next to nothing: the window is the transfer's and its
+        // helpers'.
+        assert_eq!(
+            window_cpu(Some(us(100)), Some(us(180)), Some(us(3))),
+            Some(us(77))
+        );
+        assert_eq!(
+            window_cpu(Some(us(100)), Some(us(150)), Some(us(60))),
+            Some(us(0))
+        );
+        assert_eq!(window_cpu(None, Some(us(150)), Some(us(60))), None);
+        assert_eq!(window_cpu(Some(us(100)), Some(us(150)), None), None);
     }
 }

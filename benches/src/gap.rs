@@ -49,6 +49,15 @@ impl GapRunner {
         }
     }
 
+    /// [`GapRunner::wait`], returning the calling thread's CPU time over the gap
+    /// (the gap's own CPU, which the frame loops remove from a frame's); `None`
+    /// where the thread's clock is unavailable.
+    pub fn wait_counting_cpu(&mut self, gap: Gap) -> Option<Duration> {
+        let before = crate::cpu_time::thread_cpu();
+        self.wait(gap);
+        crate::cpu_time::elapsed(before, crate::cpu_time::thread_cpu())
+    }
+
     /// Increments one byte per cache line through the scratch buffer, wrapping
     /// around, until `d` has passed; returns how many bytes it walked.
     pub fn busy(&mut self, d: Duration) -> usize {
@@ -104,5 +113,20 @@ mod tests {
             .all(|&b| b == 1));
         // A zero-length gap still walks one chunk and returns.
         assert_eq!(g.busy(Duration::ZERO), BUSY_CHUNK_BYTES);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_gap_reports_its_own_cpu() {
+        let mut g = GapRunner::new();
+        let busy = g
+            .wait_counting_cpu(Gap::Busy(Duration::from_millis(20)))
+            .unwrap();
+        let asleep = g
+            .wait_counting_cpu(Gap::Sleep(Duration::from_millis(20)))
+            .unwrap();
+        // A loaded test machine may deschedule the busy gap: a quarter counts.
+        assert!(busy >= Duration::from_millis(5), "{busy:?}");
+        assert!(asleep < Duration::from_millis(5), "{asleep:?}");
     }
 }

@@ -21,10 +21,12 @@
 //!
 //! Settings: [`BenchSettings::from_env`] (`BENCH_QUICK=1` for a smoke run).
 //!
-//! The `frames` bench (frame loops: a sleep or busy gap before every transfer) keeps
-//! its plan in [`frames`], its gaps in [`gap`], its runners in [`frame_loop`],
+//! The `frames` bench (frame loops: a sleep or busy gap before every transfer, or
+//! none) keeps its plan in [`frames`], its gaps in [`gap`], its runners in
+//! [`frame_loop`], [`tight_loop`], [`contended`] (with [`neighbours`]),
 //! [`four_pipelines`], [`scaling`] (one GPU against all) and [`chunks`], its
-//! percentiles in [`stats`] and its output in [`records`]. Both benches check their data with [`pattern`].
+//! percentiles in [`stats`], its CPU clocks in [`cpu_time`] and its output in
+//! [`records`] and [`log_tables`]. Both benches check their data with [`pattern`].
 //!
 //! The `pipeline` bench (issue 13: one inference-shaped pipeline of frames, run
 //! synchronously or through the staging ring, and batched downloads) and the
@@ -32,16 +34,21 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod chunks;
+pub mod contended;
+pub mod cpu_time;
 mod cudarc_gpu;
 pub mod four_pipelines;
 pub mod frame_loop;
 pub mod frames;
 pub mod gap;
+pub mod log_tables;
+pub mod neighbours;
 pub mod pattern;
 pub mod pipeline;
 pub mod records;
 pub mod scaling;
 pub mod stats;
+pub mod tight_loop;
 
 use std::fmt::Display;
 use std::time::Duration;
@@ -175,8 +182,8 @@ impl BenchSettings {
             quick: false,
             sizes: full_sizes(),
             // 0.25 s per benchmark (40 samples) keeps the whole `cargo xtask bench`,
-            // whose frame loops need over three minutes of real gaps, inside one
-            // 10-minute device call with room to spare: about 5 minutes on the H200.
+            // whose frame loops need almost four minutes of real gaps and blocks, inside
+            // one 10-minute device call with room to spare: about 6 minutes on the H200.
             warm_up: Duration::from_millis(80),
             measurement: Duration::from_millis(250),
             sample_size: 40,

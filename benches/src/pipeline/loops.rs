@@ -10,8 +10,10 @@
 //! preprocessing frame k+1) overlaps the GPU's on frame k. Every frame's result is
 //! checked. A frame's time is the time between its completion (its result checked)
 //! and the previous frame's; frames per second is the timed frames over the time from
-//! the last warm-up frame's completion to the last timed one's. Nothing is allocated
-//! per frame: buffers, rings and the completion times are all set up before.
+//! the last warm-up frame's completion to the last timed one's, and CPU per frame the
+//! process's CPU time (all threads) over the same span, over the timed frames.
+//! Nothing is allocated per frame: buffers, rings and the completion times are all
+//! set up before.
 
 use std::time::{Duration, Instant};
 
@@ -21,6 +23,7 @@ use cuda_staging::BatchTicket;
 use super::cpu::{postprocess, preprocess, Outputs, INPUT_LEN, SOURCE_FRAMES};
 use super::device::OutputParts;
 use super::workload::{check_frame, Workload};
+use crate::cpu_time;
 use crate::stats::Summary;
 
 /// A way to run the pipeline.
@@ -62,6 +65,45 @@ pub struct LoopRun {
     pub fps: f64,
     /// Frame times: p50, p99 and the number of timed frames.
     pub frame_time: Summary,
+    /// The process's CPU time per timed frame, µs; `None` where the CPU clock is
+    /// unavailable.
+    pub cpu_us: Option<f64>,
+}
+
+/// When each frame completed, and the process's CPU time then.
+#[derive(Debug, Default)]
+pub struct Completions {
+    /// Completion instants, one per frame.
+    pub at: Vec<Instant>,
+    /// The process's CPU time at each completion.
+    pub cpu: Vec<Option<Duration>>,
+}
+
+impl Completions {
+    /// Room for `frames` completions.
+    pub fn with_capacity(frames: usize) -> Completions {
+        Completions {
+            at: Vec::with_capacity(frames),
+            cpu: Vec::with_capacity(frames),
+        }
+    }
+
+    /// Records a completion now.
+    pub fn push(&mut self) {
+        self.at.push(Instant::now());
+        self.cpu.push(cpu_time::process_cpu());
+    }
+}
+
+/// CPU per frame, µs, over the span [`frame_times`] times: from the completion of
+/// frame `first − 1` to that of frame `first + frames − 1`; `None` when `cpu` is too
+/// short or a reading is missing.
+pub fn cpu_per_frame(cpu: &[Option<Duration>], first: usize, frames: usize) -> Option<f64> {
+    if first == 0 || frames == 0 || cpu.len() < first + frames {
+        return None;
+    }
+    let spent = cpu_time::elapsed(cpu[first - 1], cpu[first + frames - 1]);
+    cpu_time::mean_us(spent, frames)
 }
 
 /// Frame times from completion instants: frames `first..first + frames` are timed,
@@ -92,23 +134,23 @@ impl Workload<'_> {
     ) -> Result<LoopRun, String> {
         let first = warmup.max(1);
         let total = first + frames + 1;
-        let mut done = Vec::with_capacity(total);
+        let mut done = Completions::with_capacity(total);
         match column {
             LoopColumn::PageableSync => {
                 for k in 0..total {
                     self.pageable_frame(k)?;
-                    done.push(Instant::now());
+                    done.push();
                 }
             }
             LoopColumn::StagingSync => {
                 for k in 0..total {
                     self.staging_frame(k)?;
-                    done.push(Instant::now());
+                    done.push();
                 }
             }
             LoopColumn::Ring => self.ring_frames(total, &mut done)?,
         }
-        let (mut times, wall) = frame_times(&done, first, frames)
+        let (mut times, wall) = frame_times(&done.at, first, frames)
             .ok_or_else(|| format!("{}: no frames timed", column.name()))?;
         let frame_time =
             Summary::of(&mut times).ok_or_else(|| format!("{}: no frames timed", column.name()))?;
@@ -116,6 +158,7 @@ impl Workload<'_> {
             column,
             fps: frames as f64 / wall.as_secs_f64().max(f64::MIN_POSITIVE),
             frame_time,
+            cpu_us: cpu_per_frame(&done.cpu, first, frames),
         })
     }
 
@@ -166,7 +209,7 @@ impl Workload<'_> {
     }
 
     /// `total` frames through the rings, pushing each completion into `done`.
-    fn ring_frames(&mut self, total: usize, done: &mut Vec<Instant>) -> Result<(), String> {
+    fn ring_frames(&mut self, total: usize, done: &mut Completions) -> Result<(), String> {
         let s = &self.gpu.stream;
         let mut pending: Option<(usize, BatchTicket, OutputParts)> = None;
         for k in 0..total {
@@ -183,12 +226,12 @@ impl Workload<'_> {
             drop(batch);
             if let Some((j, ticket, parts)) = pending.replace((k, ticket, parts)) {
                 self.finish_ring_frame(j, &ticket, &parts)?;
-                done.push(Instant::now());
+                done.push();
             }
         }
         if let Some((j, ticket, parts)) = pending.take() {
             self.finish_ring_frame(j, &ticket, &parts)?;
-            done.push(Instant::now());
+            done.push();
         }
         Ok(())
     }
@@ -230,5 +273,21 @@ mod tests {
         assert!(frame_times(&done, 0, 4).is_none());
         assert!(frame_times(&done, 3, 4).is_none());
         assert!(frame_times(&done, 1, 0).is_none());
+    }
+
+    #[test]
+    fn cpu_per_frame_spans_the_timed_frames() {
+        let ms = |x: u64| Some(Duration::from_millis(x));
+        // The process's CPU at the completions of frames 0..6, as above.
+        let cpu = [ms(1), ms(5), ms(6), ms(8), ms(13), ms(20)];
+        // Frames 1..=4: from frame 0's completion (1 ms) to frame 4's (13 ms).
+        assert_eq!(cpu_per_frame(&cpu, 1, 4), Some(3000.0));
+        assert_eq!(cpu_per_frame(&cpu, 2, 2), Some(1500.0));
+        assert_eq!(cpu_per_frame(&cpu, 0, 4), None);
+        assert_eq!(cpu_per_frame(&cpu, 3, 4), None);
+        assert_eq!(cpu_per_frame(&cpu, 1, 0), None);
+        let mut unread = cpu;
+        unread[4] = None;
+        assert_eq!(cpu_per_frame(&unread, 1, 4), None);
     }
 }

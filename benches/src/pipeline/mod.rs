@@ -249,12 +249,10 @@ fn run_pipeline(
             None
         };
         let run = w.run_loop(column, settings.warmup_frames, settings.frames)?;
-        if let Some((mut cpu, mut gpu)) = before {
-            let (after_cpu, after_gpu) = w.stage_samples(stages.work, settings.stage_samples)?;
-            cpu.extend(after_cpu);
-            gpu.extend(after_gpu);
+        if let Some(mut samples) = before {
+            samples.extend(w.stage_samples(stages.work, settings.stage_samples)?);
             let around = stages
-                .around(&mut cpu, &mut gpu)
+                .around(&mut samples)
                 .ok_or_else(|| "stages around the ring: no samples".to_string())?;
             progress(&format!(
                 "stages timed again before and after the ring: cpu {:.0} us, gpu {:.0} us \
@@ -314,6 +312,7 @@ mod tests {
             work: device::Work::NONE,
             work_copies: 0,
             scratch_copy: Duration::ZERO,
+            process_cpu: stages::StageCpu::default(),
         };
         let full = PipelineSettings::full();
         // 321 frames x (2 x 8 + 1 + 4 ms) + 1020 x 150 us = 6.894 s.

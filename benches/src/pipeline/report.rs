@@ -6,9 +6,9 @@
 //!
 //! ```json
 //! {"scenario": "pipeline", "column": "ring", "fps": 281.0, "p50_us": 3550.2,
-//!  "p99_us": 3890.0, "samples": 300}
+//!  "p99_us": 3890.0, "cpu_us": 3720.4, "samples": 300}
 //! {"scenario": "pipeline", "column": "ideal", "fps": 290.1, "p50_us": null,
-//!  "p99_us": null, "samples": null}
+//!  "p99_us": null, "cpu_us": null, "samples": null}
 //! {"scenario": "batch", "column": "batched", "bytes": 236544, "median_us": 14.1,
 //!  "p99_us": 17.9, "samples": 1000}
 //! ```
@@ -17,6 +17,9 @@
 //! the loop's wall time, p50 / p99 of the frame time), `ideal` (`1e6 / max(cpu-stage
 //! p50, gpu-stage p50)`, no latencies of its own), `cpu-stage` and `gpu-stage` (each
 //! timed alone; `fps` is `1e6 / p50`).
+//!
+//! `cpu_us` is the process's CPU time (all threads) per frame of a loop, or per run
+//! of a stage; `null` for `ideal` and where the CPU clock is unavailable.
 
 use std::fmt::Write as _;
 
@@ -48,30 +51,35 @@ pub struct FpsRecord {
     pub p50_us: Option<f64>,
     /// Nearest-rank 99th percentile, µs; `null` for `ideal`.
     pub p99_us: Option<f64>,
+    /// The process's CPU time per frame (or stage run), all threads, µs; `null` for
+    /// `ideal` and where the CPU clock is unavailable.
+    pub cpu_us: Option<f64>,
     /// Timed frames (or stage runs); `null` for `ideal`.
     pub samples: Option<u64>,
 }
 
 impl FpsRecord {
-    fn timed(column: &'static str, fps: f64, s: &Summary) -> FpsRecord {
+    fn timed(column: &'static str, fps: f64, s: &Summary, cpu_us: Option<f64>) -> FpsRecord {
         FpsRecord {
             scenario: PIPELINE_SCENARIO,
             column,
             fps,
             p50_us: Some(s.p50_us()),
             p99_us: Some(s.p99_us()),
+            cpu_us,
             samples: Some(s.samples as u64),
         }
     }
 
     /// A loop's record.
     pub fn of_loop(run: &LoopRun) -> FpsRecord {
-        FpsRecord::timed(run.column.name(), run.fps, &run.frame_time)
+        FpsRecord::timed(run.column.name(), run.fps, &run.frame_time, run.cpu_us)
     }
 
-    /// A stage timed alone: its rate is one over its median.
-    pub fn of_stage(column: &'static str, s: &Summary) -> FpsRecord {
-        FpsRecord::timed(column, 1e6 / s.p50_us().max(f64::MIN_POSITIVE), s)
+    /// A stage timed alone, which used `cpu_us` of CPU per run: its rate is one over
+    /// its median.
+    pub fn of_stage(column: &'static str, s: &Summary, cpu_us: Option<f64>) -> FpsRecord {
+        FpsRecord::timed(column, 1e6 / s.p50_us().max(f64::MIN_POSITIVE), s, cpu_us)
     }
 
     /// `ideal`: one over the slower stage's median.
@@ -82,6 +90,7 @@ impl FpsRecord {
             fps: stages.ideal_fps(),
             p50_us: None,
             p99_us: None,
+            cpu_us: None,
             samples: None,
         }
     }
@@ -92,8 +101,17 @@ impl FpsRecord {
 pub fn fps_records(stages: &StageTimes, loops: &[LoopRun]) -> Vec<FpsRecord> {
     let mut r: Vec<FpsRecord> = loops.iter().map(FpsRecord::of_loop).collect();
     r.push(FpsRecord::ideal(stages));
-    r.push(FpsRecord::of_stage("cpu-stage", &stages.cpu));
-    r.push(FpsRecord::of_stage("gpu-stage", &stages.gpu));
+    let per_run = stages.process_cpu;
+    r.push(FpsRecord::of_stage(
+        "cpu-stage",
+        &stages.cpu,
+        per_run.cpu_stage_us,
+    ));
+    r.push(FpsRecord::of_stage(
+        "gpu-stage",
+        &stages.gpu,
+        per_run.gpu_stage_us,
+    ));
     r
 }
 
@@ -220,7 +238,8 @@ fn opt(v: Option<f64>, width: usize) -> String {
     v.map_or_else(|| format!("{:>width$}", "-"), |v| format!("{v:>width$.1}"))
 }
 
-/// The pipeline table: a row per column, frames/s and p50 / p99 frame time.
+/// The pipeline table: a row per column, frames/s, p50 / p99 frame time and CPU per
+/// frame.
 pub fn pipeline_table(stages: &StageTimes, scratch_bytes: usize, fps: &[FpsRecord]) -> String {
     let mut out = String::new();
     if fps.is_empty() {
@@ -242,17 +261,18 @@ pub fn pipeline_table(stages: &StageTimes, scratch_bytes: usize, fps: &[FpsRecor
     );
     let _ = writeln!(
         out,
-        "{:>14} {:>9} {:>9} {:>9} {:>7}",
-        "column", "frames/s", "p50 us", "p99 us", "frames"
+        "{:>14} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        "column", "frames/s", "p50 us", "p99 us", "cpu us", "frames"
     );
     for r in fps {
         let _ = writeln!(
             out,
-            "{:>14} {:>9.1} {} {} {:>7}",
+            "{:>14} {:>9.1} {} {} {} {:>7}",
             r.column,
             r.fps,
             opt(r.p50_us, 9),
             opt(r.p99_us, 9),
+            opt(r.cpu_us, 9),
             r.samples.map_or_else(|| "-".to_string(), |n| n.to_string())
         );
     }
@@ -315,6 +335,7 @@ mod tests {
     use crate::pipeline::batch::BatchColumn;
     use crate::pipeline::device::Work;
     use crate::pipeline::loops::LoopColumn;
+    use crate::pipeline::stages::StageCpu;
     use crate::records::records_json;
     use serde_json::Value;
     use std::time::Duration;
@@ -331,6 +352,10 @@ mod tests {
             work: Work { bytes: 3 << 30 },
             work_copies: 6,
             scratch_copy: Duration::from_micros(590),
+            process_cpu: StageCpu {
+                cpu_stage_us: Some(4050.5),
+                gpu_stage_us: None,
+            },
         }
     }
 
@@ -339,6 +364,7 @@ mod tests {
             column,
             fps,
             frame_time: summary(p50, p99, 300),
+            cpu_us: Some(p50 as f64 * 1.25),
         };
         vec![
             run(LoopColumn::PageableSync, 100.0, 10_000, 12_000),
@@ -393,7 +419,9 @@ mod tests {
                 "largest-alone"
             ]
         );
-        let pipeline_keys = ["column", "fps", "p50_us", "p99_us", "samples", "scenario"];
+        let pipeline_keys = [
+            "column", "cpu_us", "fps", "p50_us", "p99_us", "samples", "scenario",
+        ];
         for r in &recs[..6] {
             assert_eq!(keys(r), pipeline_keys);
             assert_eq!(r["scenario"], "pipeline");
@@ -402,13 +430,18 @@ mod tests {
         assert_eq!(recs[2]["p50_us"].as_f64(), Some(4100.0));
         assert_eq!(recs[2]["p99_us"].as_f64(), Some(5000.0));
         assert_eq!(recs[2]["samples"].as_u64(), Some(300));
+        assert_eq!(recs[2]["cpu_us"].as_f64(), Some(5125.0));
         // ideal: 1e6 / max(4000, 3900) us, no latencies of its own.
         assert_eq!(recs[3]["fps"].as_f64(), Some(250.0));
         assert!(recs[3]["p50_us"].is_null() && recs[3]["p99_us"].is_null());
         assert!(recs[3]["samples"].is_null());
-        // Stages: one over their median.
+        assert!(recs[3]["cpu_us"].is_null());
+        // Stages: one over their median, and the CPU per run (none read for the GPU
+        // stage here: null).
         assert_eq!(recs[4]["fps"].as_f64(), Some(250.0));
         assert_eq!(recs[4]["samples"].as_u64(), Some(30));
+        assert_eq!(recs[4]["cpu_us"].as_f64(), Some(4050.5));
+        assert!(recs[5]["cpu_us"].is_null());
         for r in &recs[6..] {
             assert_eq!(
                 keys(r),
@@ -474,6 +507,14 @@ mod tests {
             ideal.contains("250.0") && ideal.trim_end().ends_with('-'),
             "{ideal}"
         );
+        assert!(t.contains("cpu us"), "{t}");
+        let ring: Vec<&str> = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("ring"))
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        assert_eq!(ring, ["ring", "240.0", "4100.0", "5000.0", "5125.0", "300"]);
         let b = batch_table(&batch());
         assert_eq!(b.lines().count(), 2 + 4, "{b}");
         assert_eq!(batch_table(&[]), "");

@@ -21,6 +21,9 @@
 //! machine ran at the same time. On the 16-core H200 host six runs of the bench with
 //! the stages timed only at the start put the ring at 0.69x to 1.00x of `ideal`,
 //! while the CPU stage alone took 1143 to 1747 µs from one run to the next.
+//!
+//! Each stage run also reads the process's CPU clock (all threads) before and after
+//! it: the `cpu-stage` and `gpu-stage` rows' CPU per run ([`StageCpu`]).
 
 use std::time::{Duration, Instant};
 
@@ -29,6 +32,7 @@ use cuda_core::Error;
 use super::cpu::{postprocess, preprocess, Outputs, SOURCE_FRAMES};
 use super::device::Work;
 use super::workload::{check_frame, Workload};
+use crate::cpu_time::{self, CpuTally};
 use crate::stats::Summary;
 
 /// Untimed runs before each stage's timed ones.
@@ -55,15 +59,65 @@ pub struct StageTimes {
     pub work_copies: usize,
     /// Median time of one full scratch copy, queued and waited for.
     pub scratch_copy: Duration,
+    /// The process's CPU per run of each stage.
+    pub process_cpu: StageCpu,
+}
+
+/// The process's CPU time (all threads) per run of each stage, µs; `None` where the
+/// CPU clock is unavailable.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageCpu {
+    /// Per run of the CPU stage.
+    pub cpu_stage_us: Option<f64>,
+    /// Per run of the GPU stage.
+    pub gpu_stage_us: Option<f64>,
+}
+
+/// Both stages' raw measurements, in the order taken.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StageSamples {
+    /// The CPU stage's times.
+    pub cpu: Vec<Duration>,
+    /// The GPU stage's times.
+    pub gpu: Vec<Duration>,
+    /// The process's CPU over each CPU-stage run.
+    pub cpu_stage_cpu: CpuTally,
+    /// The process's CPU over each GPU-stage run.
+    pub gpu_stage_cpu: CpuTally,
+}
+
+impl StageSamples {
+    /// Adds `other`'s measurements to these.
+    pub fn extend(&mut self, other: StageSamples) {
+        self.cpu.extend(other.cpu);
+        self.gpu.extend(other.gpu);
+        self.cpu_stage_cpu.merge(&other.cpu_stage_cpu);
+        self.gpu_stage_cpu.merge(&other.gpu_stage_cpu);
+    }
+
+    /// The CPU per run of each stage.
+    pub fn process_cpu(&self) -> StageCpu {
+        StageCpu {
+            cpu_stage_us: self.cpu_stage_cpu.mean_us(),
+            gpu_stage_us: self.gpu_stage_cpu.mean_us(),
+        }
+    }
+
+    /// Both stages' summaries (the samples sorted); `None` when there are none.
+    pub fn summaries(&mut self) -> Option<(Summary, Summary)> {
+        Some((Summary::of(&mut self.cpu)?, Summary::of(&mut self.gpu)?))
+    }
 }
 
 impl StageTimes {
-    /// The same sizing, with the stages' times taken from `cpu` and `gpu` (samples
-    /// timed around the ring's loop); `None` when either is empty.
-    pub fn around(&self, cpu: &mut [Duration], gpu: &mut [Duration]) -> Option<StageTimes> {
+    /// The same sizing, with the stages' times and CPU taken from `samples` (timed
+    /// around the ring's loop); `None` when they hold no times.
+    pub fn around(&self, samples: &mut StageSamples) -> Option<StageTimes> {
+        let (cpu, gpu) = samples.summaries()?;
         Some(StageTimes {
-            cpu: Summary::of(cpu)?,
-            gpu: Summary::of(gpu)?,
+            cpu,
+            gpu,
+            process_cpu: samples.process_cpu(),
             ..*self
         })
     }
@@ -146,44 +200,47 @@ impl Workload<'_> {
     /// CPU stage's preprocessing writes the pinned input the GPU stage then uploads,
     /// and its post-processing reads the outputs the GPU stage landed before, so
     /// each stage meets the memory as the loops leave it. Every result is checked.
-    /// Returns the CPU stage's times and the GPU stage's.
+    /// Returns the CPU stage's times, the GPU stage's, and the CPU each run used.
     pub fn time_stages(
         &mut self,
         work: Work,
         samples: usize,
-    ) -> Result<(Summary, Summary), String> {
-        let (mut cpu, mut gpu) = self.stage_samples(work, samples)?;
-        let none = || "stages: no samples".to_string();
-        Ok((
-            Summary::of(&mut cpu).ok_or_else(none)?,
-            Summary::of(&mut gpu).ok_or_else(none)?,
-        ))
+    ) -> Result<(Summary, Summary, StageCpu), String> {
+        let mut s = self.stage_samples(work, samples)?;
+        let (cpu, gpu) = s
+            .summaries()
+            .ok_or_else(|| "stages: no samples".to_string())?;
+        Ok((cpu, gpu, s.process_cpu()))
     }
 
     /// [`Workload::time_stages`]' raw samples: `samples` CPU-stage times and as many
-    /// GPU-stage times, in the order measured.
-    pub fn stage_samples(
-        &mut self,
-        work: Work,
-        samples: usize,
-    ) -> Result<(Vec<Duration>, Vec<Duration>), String> {
-        let mut cpu = Vec::with_capacity(samples);
-        let mut gpu = Vec::with_capacity(samples);
+    /// GPU-stage times, in the order measured, and the process's CPU over each run.
+    pub fn stage_samples(&mut self, work: Work, samples: usize) -> Result<StageSamples, String> {
+        let mut s = StageSamples {
+            cpu: Vec::with_capacity(samples),
+            gpu: Vec::with_capacity(samples),
+            ..StageSamples::default()
+        };
         // Outputs for the first CPU stage to check.
         self.gpu_stage(work)?;
         let slots = self.stage.inputs.len();
         for i in 0..STAGE_WARMUP + samples {
+            let c0 = cpu_time::process_cpu();
             let t0 = Instant::now();
             self.cpu_stage((self.stage.input_frame + 1) % SOURCE_FRAMES, i % slots)?;
             let t1 = Instant::now();
+            let c1 = cpu_time::process_cpu();
             self.gpu_stage(work)?;
             let t2 = Instant::now();
+            let c2 = cpu_time::process_cpu();
             if i >= STAGE_WARMUP {
-                cpu.push(t1 - t0);
-                gpu.push(t2 - t1);
+                s.cpu.push(t1 - t0);
+                s.gpu.push(t2 - t1);
+                s.cpu_stage_cpu.add(cpu_time::elapsed(c0, c1));
+                s.gpu_stage_cpu.add(cpu_time::elapsed(c1, c2));
             }
         }
-        Ok((cpu, gpu))
+        Ok(s)
     }
 
     /// The median time of one full scratch copy, queued and waited for.
@@ -217,7 +274,7 @@ impl Workload<'_> {
         samples: usize,
         mut progress: impl FnMut(&str),
     ) -> Result<StageTimes, String> {
-        let (mut cpu, bare) = self.time_stages(Work::NONE, samples)?;
+        let (mut cpu, bare, mut process_cpu) = self.time_stages(Work::NONE, samples)?;
         let scratch = self.dev.scratch_bytes();
         let scratch_copy = self.time_scratch_copy(5)?;
         progress(&format!(
@@ -234,7 +291,7 @@ impl Workload<'_> {
             let factor = (cpu.p50 - bare.p50).as_secs_f64() / scratch_copy.as_secs_f64();
             work = Work::scaled(scratch, factor.min(MAX_WORK_COPIES as f64));
             for step in 1..=CALIBRATION_STEPS {
-                (cpu, gpu) = self.time_stages(work, samples)?;
+                (cpu, gpu, process_cpu) = self.time_stages(work, samples)?;
                 let off = gpu.p50.as_secs_f64() / cpu.p50.as_secs_f64() - 1.0;
                 progress(&format!(
                     "sizing the GPU work, step {step}: {} MiB in {} copies -> gpu-stage p50 \
@@ -263,6 +320,7 @@ impl Workload<'_> {
             work,
             work_copies: work.copies(scratch),
             scratch_copy,
+            process_cpu,
         })
     }
 }
@@ -310,6 +368,7 @@ mod tests {
             work: Work::NONE,
             work_copies: 0,
             scratch_copy: us(300),
+            process_cpu: StageCpu::default(),
         };
         assert_eq!(t.bottleneck(), us(5000));
         assert!((t.ideal_fps() - 200.0).abs() < 1e-9);
@@ -329,15 +388,37 @@ mod tests {
             work: Work { bytes: 7 << 20 },
             work_copies: 3,
             scratch_copy: us(300),
+            process_cpu: StageCpu {
+                cpu_stage_us: Some(4100.0),
+                gpu_stage_us: Some(900.0),
+            },
         };
         // Before the ring the machine ran slower than at the start, after it faster.
-        let mut cpu = vec![us(6000), us(6200), us(5000), us(5100), us(5200)];
-        let mut gpu = vec![us(3000), us(3100), us(3000), us(2900), us(3050)];
-        let a = t.around(&mut cpu, &mut gpu).unwrap();
+        let tally = |runs: &[u64]| {
+            let mut t = CpuTally::default();
+            runs.iter().for_each(|&r| t.add(Some(us(r))));
+            t
+        };
+        let mut before = StageSamples {
+            cpu: vec![us(6000), us(6200)],
+            gpu: vec![us(3000), us(3100)],
+            cpu_stage_cpu: tally(&[6000, 6400]),
+            gpu_stage_cpu: tally(&[1000, 1200]),
+        };
+        before.extend(StageSamples {
+            cpu: vec![us(5000), us(5100), us(5200)],
+            gpu: vec![us(3000), us(2900), us(3050)],
+            cpu_stage_cpu: tally(&[5000, 5100, 5000]),
+            gpu_stage_cpu: tally(&[1000, 900, 900]),
+        });
+        let a = t.around(&mut before).unwrap();
         assert_eq!((a.cpu.p50, a.cpu.samples), (us(5200), 5));
         assert_eq!(a.gpu.p50, us(3000));
         assert_eq!((a.work, a.work_copies, a.bare_gpu), (t.work, 3, t.bare_gpu));
         assert_eq!(a.bottleneck(), us(5200));
-        assert!(t.around(&mut [], &mut gpu).is_none());
+        // The CPU per run: the mean over both sets of runs.
+        assert_eq!(a.process_cpu.cpu_stage_us, Some(5500.0));
+        assert_eq!(a.process_cpu.gpu_stage_us, Some(1000.0));
+        assert!(t.around(&mut StageSamples::default()).is_none());
     }
 }

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use xshell::{Shell, TempDir};
 
-use super::record::{Record, COLUMN_ORDER};
-use super::{load_criterion, Machine};
+use super::record::{Record, ScenarioRecord, COLUMN_ORDER};
+use super::{load_criterion, load_records, Machine};
 
 /// A fresh folder under the system temp dir, removed when dropped.
 pub fn temp_dir() -> TempDir {
@@ -90,9 +90,17 @@ pub fn fake_tree(home: &Path) {
     fake_result(home, "latency", "sync", 1.4e3);
 }
 
+/// The records of [`fake_records`], read back by the reader.
+pub fn fixture_records() -> Vec<ScenarioRecord> {
+    let tmp = temp_dir();
+    fake_records(tmp.path());
+    load_records(tmp.path()).unwrap()
+}
+
 /// Writes records files as the benchmark executables do: one `<name>.json` per
 /// executable holding `{"records": [...]}`, covering every scenario the tables know
-/// and one they do not (`warm-start`, with a field of its own).
+/// and one they do not (`warm-start`, with a field of its own). Some records have no
+/// `cpu_us`, as those written before CPU was measured.
 pub fn fake_records(dir: &Path) {
     fs::create_dir_all(dir).unwrap();
     let frame = |scenario: &str, direction: &str, column: &str, p50: f64, p99: f64, n: u64| {
@@ -102,38 +110,81 @@ pub fn fake_records(dir: &Path) {
             "samples": n,
         })
     };
+    let with_cpu = |mut r: serde_json::Value, cpu: f64| {
+        r["cpu_us"] = cpu.into();
+        r
+    };
+    // A cell of tight-loop or contended, at any size.
+    let sized = |scenario: &str,
+                 direction: &str,
+                 bytes: u64,
+                 column: &str,
+                 p50: f64,
+                 p99: f64,
+                 cpu: f64| {
+        serde_json::json!({
+            "scenario": scenario, "direction": direction, "bytes": bytes, "column": column,
+            "median_us": p50, "p99_us": p99, "cpu_us": cpu, "samples": 400,
+        })
+    };
+    let contended =
+        |direction: &str, bytes: u64, column: &str, p50: f64, p99: f64, cpu: f64, kept: f64| {
+            let mut r = sized("contended", direction, bytes, column, p50, p99, cpu);
+            r["samples"] = 100.into();
+            r["neighbours"] = 15.into();
+            r["neighbour_throughput"] = kept.into();
+            r
+        };
     let frame_loop = serde_json::json!({"records": [
-        frame("sleep-2ms", "H2D", "pageable", 25.0, 40.0, 1000),
-        frame("sleep-2ms", "H2D", "pageable-async", 24.0, 38.0, 1000),
-        frame("sleep-2ms", "H2D", "copy-in", 20.0, 30.0, 1000),
-        frame("sleep-2ms", "H2D", "copy-in-low-latency", 16.0, 22.0, 1000),
-        frame("sleep-2ms", "H2D", "resident", 12.0, 20.0, 1000),
-        frame("sleep-2ms", "H2D", "resident-low-latency", 11.0, 15.0, 1000),
+        with_cpu(frame("sleep-2ms", "H2D", "pageable", 25.0, 40.0, 1000), 25.0),
+        with_cpu(frame("sleep-2ms", "H2D", "pageable-async", 24.0, 38.0, 1000), 26.0),
+        with_cpu(frame("sleep-2ms", "H2D", "copy-in", 20.0, 30.0, 1000), 52.0),
+        with_cpu(frame("sleep-2ms", "H2D", "copy-in-low-latency", 16.0, 22.0, 1000), 1560.0),
+        with_cpu(frame("sleep-2ms", "H2D", "resident", 12.0, 20.0, 1000), 13.0),
+        with_cpu(frame("sleep-2ms", "H2D", "resident-low-latency", 11.0, 15.0, 1000), 11.5),
         // Listed out of order: the tables sort.
         frame("sleep-2ms", "D2H", "resident", 12.0, 18.0, 1000),
-        frame("sleep-2ms", "D2H", "pageable", 30.0, 45.0, 1000),
-        frame("busy-2ms", "H2D", "resident", 10.0, 12.0, 400),
-        frame("busy-2ms", "H2D", "pageable", 20.0, 0.0, 500),
+        with_cpu(frame("sleep-2ms", "D2H", "pageable", 30.0, 45.0, 1000), 31.0),
+        with_cpu(frame("busy-2ms", "H2D", "resident", 10.0, 12.0, 400), 10.2),
+        with_cpu(frame("busy-2ms", "H2D", "pageable", 20.0, 0.0, 500), 20.5),
+        sized("tight-loop", "D2H", 4_915_200, "resident", 96.0, 110.0, 97.0),
+        sized("tight-loop", "D2H", 4_915_200, "copy-in-low-latency", 160.0, 210.0, 2521.0),
+        sized("tight-loop", "D2H", 4_915_200, "copy-in", 150.0, 200.0, 2376.0),
+        sized("tight-loop", "D2H", 4_915_200, "pageable-async", 490.0, 570.0, 480.0),
+        sized("tight-loop", "D2H", 4_915_200, "pageable", 480.0, 560.0, 472.0),
+        sized("tight-loop", "H2D", 65_536, "pageable", 17.4, 20.0, 18.0),
+        sized("tight-loop", "H2D", 65_536, "pageable-async", 18.0, 21.0, 19.0),
+        sized("tight-loop", "H2D", 65_536, "copy-in", 14.9, 18.0, 30.0),
+        sized("tight-loop", "H2D", 65_536, "copy-in-low-latency", 12.0, 14.0, 160.0),
+        sized("tight-loop", "H2D", 65_536, "resident", 8.0, 9.0, 8.4),
+        contended("H2D", 4_915_200, "pageable", 1260.0, 1400.0, 1300.0, 0.995),
+        contended("H2D", 4_915_200, "pageable-async", 1300.0, 1500.0, 1350.0, 0.99),
+        contended("H2D", 4_915_200, "copy-in", 2280.0, 2600.0, 9000.0, 0.945),
+        contended("H2D", 4_915_200, "resident", 205.0, 230.0, 210.0, 1.01),
+        contended("D2H", 1_048_576, "pageable", 360.0, 400.0, 380.0, 1.0),
+        contended("D2H", 1_048_576, "pageable-async", 370.0, 420.0, 390.0, 1.0),
+        contended("D2H", 1_048_576, "copy-in", 285.0, 320.0, 700.0, 0.98),
+        contended("D2H", 1_048_576, "resident", 40.0, 45.0, 44.0, 1.0),
     ]});
-    let pipeline = |column: &str, fps: f64, p99: Option<f64>| {
+    let pipeline = |column: &str, fps: f64, p99: Option<f64>, cpu: Option<f64>| {
         serde_json::json!({
             "scenario": "pipeline", "column": column, "fps": fps,
-            "p50_us": p99.map(|_| 1e6 / fps), "p99_us": p99, "samples": 300,
+            "p50_us": p99.map(|_| 1e6 / fps), "p99_us": p99, "cpu_us": cpu, "samples": 300,
         })
     };
     let pipelines = serde_json::json!({"records": [
         {"scenario": "four-pipelines", "column": "resident", "fps": 240, "p50_us": 4000,
-         "p99_us": 5000, "samples": 400, "copy_threads": 4},
+         "p99_us": 5000, "cpu_us": 1000, "samples": 400, "copy_threads": 4},
         {"scenario": "four-pipelines", "column": "pageable", "fps": 100.0, "p50_us": 9000.0,
-         "p99_us": 12000.0, "samples": 400},
+         "p99_us": 12000.0, "cpu_us": 1500.0, "samples": 400},
         {"scenario": "four-pipelines", "column": "copy-in", "fps": 150.0, "p50_us": 6000.0,
-         "p99_us": 8000.0, "samples": 400, "copy_threads": 8},
-        pipeline("zero-copy", 70.0, Some(16000.0)),
-        pipeline("ideal", 100.0, None),
-        pipeline("gpu-stage", 95.0, Some(12000.0)),
-        pipeline("ring", 90.0, Some(13000.0)),
-        pipeline("staging-sync", 60.0, Some(20000.0)),
-        pipeline("pageable-sync", 50.0, Some(25000.0)),
+         "p99_us": 8000.0, "cpu_us": 2400.0, "samples": 400, "copy_threads": 8},
+        pipeline("zero-copy", 70.0, Some(16000.0), None),
+        pipeline("ideal", 100.0, None, None),
+        pipeline("gpu-stage", 95.0, Some(12000.0), Some(3000.0)),
+        pipeline("ring", 90.0, Some(13000.0), Some(12500.0)),
+        pipeline("staging-sync", 60.0, Some(20000.0), Some(17000.0)),
+        pipeline("pageable-sync", 50.0, Some(25000.0), Some(21000.0)),
         // The same cell on one GPU and on two: two measurements, not one twice.
         {"scenario": "scaling", "direction": "D2H", "bytes": 67_108_864, "column": "resident",
          "gpus": 2, "gb_per_s": 104.0, "samples": 320},

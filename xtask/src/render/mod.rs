@@ -3,9 +3,11 @@
 //!
 //! One concern per module: [`record`] holds what was measured and its order,
 //! [`reader`] reads criterion's files and the benchmark executables' records files,
-//! [`tables`] makes the back-to-back tables and the reading, [`scenario_tables`] the
-//! frame-loop, pipeline and batch tables, [`scaling`] the multi-GPU scaling table,
-//! [`chart`] draws the SVG; this module puts the documents together.
+//! [`tables`] makes the back-to-back tables and the reading, [`targets`] the
+//! reading's check of issue 23's targets, [`frame_tables`] the frame-loop tables
+//! (latency and CPU per frame), [`scenario_tables`] the pipeline and batch tables,
+//! [`scaling`] the multi-GPU scaling table, [`chart`] draws the SVG; this module
+//! puts the documents together.
 //!
 //! The naming contract with the `benches` package: a benchmark's criterion group id is
 //! `"{direction}/{bytes}"` (direction `H2D` or `D2H`, bytes the transfer size) and its
@@ -17,11 +19,13 @@
 mod chart;
 #[cfg(test)]
 mod fixtures;
+mod frame_tables;
 mod reader;
 mod record;
 mod scaling;
 mod scenario_tables;
 mod tables;
+mod targets;
 
 use std::fmt::Write as _;
 use std::fs;
@@ -79,18 +83,19 @@ column's median, so above 1.00x is faster than the baseline. The baseline is the
 `pageable` and `pageable-async` at each size (`pageable` alone where `pageable-async` was not \
 measured), so the ratios never flatter the other columns.";
 
-/// The short form printed after a bundle run: seed table, reading, and the scenario
-/// tables where there are records for them.
+/// The short form printed after a bundle run: seed table, reading (with the targets'
+/// check), and the scenario tables where there are records for them.
 pub fn summary(machine: &Machine, results: &Results) -> String {
     let t = tables::Table::new(&results.back_to_back);
     format!(
-        "{}, driver {}, {}, commit {}\n{RATIO_NOTE}\n\n{}\n{}{}",
+        "{}, driver {}, {}, commit {}\n{RATIO_NOTE}\n\n{}\n{}{}{}",
         machine.device_name,
         machine.driver_version,
         machine.date,
         machine.commit,
         tables::seed_table(&t),
         tables::reading(&t),
+        targets::reading(&results.scenarios),
         scenario_tables::sections(&results.scenarios),
     )
 }
@@ -121,6 +126,7 @@ pub fn markdown(machine: &Machine, results: &Results) -> String {
     }
     s.push_str("\n## Reading\n\nComputed from the tables above.\n\n");
     s.push_str(&tables::reading(&t));
+    s.push_str(&targets::reading(&results.scenarios));
     s.push_str(&scenario_tables::sections(&results.scenarios));
     s.push_str(&scaling::not_measured(machine.gpus, &results.scenarios));
     s
@@ -248,21 +254,32 @@ mod tests {
     }
 
     /// With scenario records, the documents are the back-to-back ones with the
-    /// scenario sections after them.
+    /// targets' check closing the reading and the scenario sections after it; both
+    /// match their golden file (testdata/fake-records.md, the fake records of
+    /// `fixtures.rs` rendered and checked by hand).
     #[test]
     fn scenario_sections_follow_the_back_to_back_documents() {
         let tmp = temp_dir();
         let results = fake_results(tmp.path());
+        let targets = targets::reading(&results.scenarios);
         let sections = scenario_tables::sections(&results.scenarios);
+        assert!(targets.starts_with("\nIssue 23's targets"), "{targets}");
         assert!(sections.starts_with("\n## Frame loop\n"), "{sections}");
         assert_eq!(
+            format!("{targets}{sections}"),
+            include_str!("testdata/fake-records.md")
+        );
+        assert_eq!(
             markdown(&machine(), &results),
-            format!("{}{sections}", include_str!("testdata/fake-tree.md"))
+            format!(
+                "{}{targets}{sections}",
+                include_str!("testdata/fake-tree.md")
+            )
         );
         assert_eq!(
             summary(&machine(), &results),
             format!(
-                "{}{sections}",
+                "{}{targets}{sections}",
                 include_str!("testdata/fake-tree-summary.txt")
             )
         );
@@ -280,9 +297,9 @@ mod tests {
         assert_eq!(v["device_name"], "NVIDIA H200");
         assert_eq!(v["driver_version"], "13.0");
         assert_eq!(v["commit"], "abc1234");
-        // criterion's 25, then the 27 scenario records.
+        // criterion's 25, then the 45 scenario records.
         let records = v["records"].as_array().unwrap();
-        assert_eq!(records.len(), 25 + 27);
+        assert_eq!(records.len(), 25 + 45);
         assert_eq!(v["records"][0]["direction"], "H2D");
         assert_eq!(v["records"][0]["bytes"], 150_528);
         assert_eq!(v["records"][0]["column"], "pageable");
@@ -292,13 +309,23 @@ mod tests {
         assert_eq!(records[25]["scenario"], "sleep-2ms");
         assert_eq!(records[25]["direction"], "H2D");
         assert_eq!(records[25]["median_us"], 25.0);
+        assert_eq!(records[25]["cpu_us"], 25.0);
         assert_eq!(records[25]["samples"], 1000);
+        // A contended record keeps what it cost the neighbours.
+        let contended = records
+            .iter()
+            .find(|r| r["scenario"] == "contended" && r["column"] == "copy-in")
+            .unwrap();
+        assert_eq!(contended["neighbours"], 15);
+        assert_eq!(contended["neighbour_throughput"], 0.945);
+        assert_eq!(contended["cpu_us"], 9000.0);
         let scaling = records.iter().find(|r| r["scenario"] == "scaling").unwrap();
         assert_eq!(scaling["gpus"], 1);
         assert_eq!(scaling["gb_per_s"], 30.0);
         // Fields a record does not have are left out, not written as null.
         let ideal = records.iter().find(|r| r["column"] == "ideal").unwrap();
         assert_eq!(ideal.get("p50_us"), None);
+        assert_eq!(ideal.get("cpu_us"), None);
         assert_eq!(ideal.get("direction"), None);
         // A scenario no table knows is kept whole.
         assert_eq!(

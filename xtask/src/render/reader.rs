@@ -352,12 +352,14 @@ mod tests {
         let tmp = temp_dir();
         fake_records(tmp.path());
         let records = load_records(tmp.path()).unwrap();
-        assert_eq!(records.len(), 10 + 9 + 4 + 4);
+        assert_eq!(records.len(), 28 + 9 + 4 + 4);
         // Scenarios in document order, the unknown one last.
         let scenarios: Vec<&str> = records.iter().map(|r| r.scenario.as_str()).collect();
         let first = |s: &str| scenarios.iter().position(|x| *x == s).unwrap();
         assert!(first("sleep-2ms") < first("busy-2ms"));
-        assert!(first("busy-2ms") < first("four-pipelines"));
+        assert!(first("busy-2ms") < first("tight-loop"));
+        assert!(first("tight-loop") < first("contended"));
+        assert!(first("contended") < first("four-pipelines"));
         assert!(first("four-pipelines") < first("pipeline"));
         assert!(first("pipeline") < first("batch"));
         assert!(first("batch") < first("scaling"));
@@ -370,9 +372,29 @@ mod tests {
         );
         assert_eq!(r.column, "pageable");
         assert_eq!(
-            (r.median_us, r.p99_us, r.samples),
-            (Some(25.0), Some(40.0), Some(1000))
+            (r.median_us, r.p99_us, r.cpu_us, r.samples),
+            (Some(25.0), Some(40.0), Some(25.0), Some(1000))
         );
+        // A record from before CPU was measured reads with no CPU.
+        let old = records
+            .iter()
+            .find(|r| {
+                r.scenario == "sleep-2ms"
+                    && r.direction.as_deref() == Some("D2H")
+                    && r.column == "resident"
+            })
+            .unwrap();
+        assert_eq!(old.cpu_us, None);
+        // The contended fields are typed, not left among the unknown ones.
+        let contended = records
+            .iter()
+            .find(|r| r.scenario == "contended" && r.column == "copy-in")
+            .unwrap();
+        assert_eq!(
+            (contended.neighbours, contended.neighbour_throughput),
+            (Some(15), Some(0.945))
+        );
+        assert!(contended.other.is_empty(), "{:?}", contended.other);
         let d2h: Vec<&str> = records
             .iter()
             .filter(|r| r.scenario == "sleep-2ms" && r.direction.as_deref() == Some("D2H"))
@@ -404,8 +426,8 @@ mod tests {
         assert_eq!((four.fps, four.copy_threads), (Some(240.0), Some(4)));
         let ideal = records.iter().find(|r| r.column == "ideal").unwrap();
         assert_eq!(
-            (ideal.fps, ideal.p50_us, ideal.p99_us),
-            (Some(100.0), None, None)
+            (ideal.fps, ideal.p50_us, ideal.p99_us, ideal.cpu_us),
+            (Some(100.0), None, None, None)
         );
         // Scaling: one GPU and two are two measurements, one GPU first; the GPU count
         // and GB/s are typed.

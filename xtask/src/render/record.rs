@@ -20,13 +20,35 @@ pub(super) const COLUMN_ORDER: [&str; 8] = [
 /// The scenario of every criterion benchmark: transfers run back to back.
 pub const BACK_TO_BACK: &str = "back-to-back";
 
-/// The frame-loop scenarios in document order, each with what the calling thread does
-/// before every measured transfer.
-pub(super) const FRAME_LOOP_SCENARIOS: [(&str, &str); 3] = [
-    ("sleep-2ms", "sleeps 2 ms"),
-    ("sleep-16ms", "sleeps 16 ms"),
-    ("busy-2ms", "computes for 2 ms"),
+/// The frame-loop scenarios in document order, each with what runs around the
+/// measured transfers (the rest of its table's heading).
+pub(super) const FRAME_LOOP_SCENARIOS: [(&str, &str); 5] = [
+    (
+        "sleep-2ms",
+        "the calling thread sleeps 2 ms before every measured transfer",
+    ),
+    (
+        "sleep-16ms",
+        "the calling thread sleeps 16 ms before every measured transfer",
+    ),
+    (
+        "busy-2ms",
+        "the calling thread computes for 2 ms before every measured transfer",
+    ),
+    (
+        TIGHT_LOOP,
+        "each column's transfers back to back, a block per column, no gap",
+    ),
+    (
+        CONTENDED,
+        "the calling thread sleeps 2 ms before every measured transfer while \
+         neighbour threads compute on every other core",
+    ),
 ];
+/// The scenario without a gap: each column's calls back to back.
+pub(super) const TIGHT_LOOP: &str = "tight-loop";
+/// The `sleep-2ms` loop beside neighbour threads of plain compute.
+pub(super) const CONTENDED: &str = "contended";
 /// The frame-loop columns in table order.
 const FRAME_LOOP_COLUMNS: &[&str] = &[
     "pageable",
@@ -46,10 +68,12 @@ pub(super) const BATCH: &str = "batch";
 pub(super) const SCALING: &str = "scaling";
 
 /// Every scenario the tables know, in document order, with its columns in table order.
-const SCENARIO_COLUMNS: [(&str, &[&str]); 7] = [
+const SCENARIO_COLUMNS: [(&str, &[&str]); 9] = [
     (FRAME_LOOP_SCENARIOS[0].0, FRAME_LOOP_COLUMNS),
     (FRAME_LOOP_SCENARIOS[1].0, FRAME_LOOP_COLUMNS),
     (FRAME_LOOP_SCENARIOS[2].0, FRAME_LOOP_COLUMNS),
+    (FRAME_LOOP_SCENARIOS[3].0, FRAME_LOOP_COLUMNS),
+    (FRAME_LOOP_SCENARIOS[4].0, FRAME_LOOP_COLUMNS),
     (
         FOUR_PIPELINES,
         &["pageable", "copy-in", "copy-in-low-latency", "resident"],
@@ -105,11 +129,15 @@ impl Record {
 /// One record a benchmark executable wrote into `BENCH_RECORDS_DIR` (the file
 /// `<executable>.json` holds `{"records": [...]}`).
 ///
-/// Which fields a record has depends on its scenario: a frame-loop record has
-/// `direction`, `bytes`, `median_us` and `p99_us`; a pipeline record `fps`, `p50_us`
-/// and `p99_us`; a scaling record `direction`, `bytes`, `gpus` and `gb_per_s`. A field a scenario does not use is absent; one this version does
-/// not know is kept in [`other`](Self::other), so that measurements.json passes every
-/// record on whole, including those of scenarios no table shows yet.
+/// Which fields a record has depends on its scenario: a frame-loop record
+/// (`tight-loop` included) has `direction`, `bytes`, `median_us`, `p99_us` and
+/// `cpu_us`, a `contended` one also `neighbours` and `neighbour_throughput`; a
+/// pipeline record `fps`, `p50_us`, `p99_us` and `cpu_us`; a scaling record
+/// `direction`, `bytes`, `gpus` and `gb_per_s`. A field a scenario does not use (or
+/// a run did not measure: records from before CPU was measured have no `cpu_us`)
+/// is absent; one this version does not know is kept in [`other`](Self::other), so
+/// that measurements.json passes every record on whole, including those of scenarios
+/// no table shows yet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioRecord {
     /// What ran around the transfers: `sleep-2ms`, `four-pipelines`, `batch`, ...
@@ -131,6 +159,10 @@ pub struct ScenarioRecord {
     /// The 99th percentile, in µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_us: Option<f64>,
+    /// The process's CPU time per frame (per call in `tight-loop`, per run for a
+    /// pipeline's stages), all threads, the gap's own CPU removed, in µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_us: Option<f64>,
     /// Frames per second (pipelines).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fps: Option<f64>,
@@ -146,6 +178,13 @@ pub struct ScenarioRecord {
     /// Bytes moved by all threads over the wall time, 10^9 per second (scaling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gb_per_s: Option<f64>,
+    /// Neighbour threads computing beside the transfers (contended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neighbours: Option<u64>,
+    /// The neighbours' work per second during the column's block over that without
+    /// transfers (contended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neighbour_throughput: Option<f64>,
     /// Fields this version does not know, kept as they came.
     #[serde(flatten)]
     pub other: Map<String, Value>,

@@ -1,33 +1,27 @@
 //! The tables of the scenarios beyond criterion's back-to-back loop, in markdown: the
-//! frame loop, four pipelines, one pipeline, batched downloads and multi-GPU scaling
-//! (in [`super::scaling`]). A section appears only when its records exist; records of scenarios no table knows are left out here
+//! frame loop (in [`super::frame_tables`]), four pipelines, one pipeline, batched
+//! downloads and multi-GPU scaling (in [`super::scaling`]). A section appears only
+//! when its records exist; records of scenarios no table knows are left out here
 //! (measurements.json still has them).
 
 use std::fmt::Write as _;
 
-use super::record::{
-    direction_rank, scenario_column_rank, ScenarioRecord, BATCH, FOUR_PIPELINES,
-    FRAME_LOOP_SCENARIOS, PIPELINE,
-};
+use super::frame_tables::{frame_loop, times_str};
+use super::record::{scenario_column_rank, ScenarioRecord, BATCH, FOUR_PIPELINES, PIPELINE};
 use super::tables::{header_row, num3, ratio_str};
-use crate::human_bytes;
-
-const FRAME_LOOP_NOTE: &str = "Criterion runs transfers back to back; a program runs one \
-per frame, with its thread asleep or busy in between, and the idle core costs time of its \
-own. Each table below puts one such gap before every measured transfer. Each cell: p50 / p99 \
-in µs, then the ratio: the pageable baseline's p50 over the column's p50, so above 1.00x is \
-faster than the baseline. The baseline is the faster p50 of `pageable` and `pageable-async` \
-in that row.";
 
 const FOUR_PIPELINES_NOTE: &str = "Four pipelines run at once, each on its own thread. \
 frames/s as the benchmark measured it; the ratio is the column's frames/s over `pageable`'s, \
-so above 1.00x is faster. p50 and p99: time per frame in µs. Copy threads: the threads the \
+so above 1.00x is faster. p50 and p99: time per frame in µs. CPU/frame: the process's CPU \
+time over the phase, all threads, per frame of all threads, in µs (the gaps are sleeps), and \
+its multiple of `pageable`'s, so below 1.00× spends less. Copy threads: the threads the \
 library started (— where the column starts none or did not say).";
 
 const PIPELINE_NOTE: &str = "One pipeline of frames. frames/s as the benchmark measured it; \
 each ratio is the column's frames/s over that of `ideal` (the benchmark's bound for this \
 pipeline) or of `staging-sync` (the synchronous staging buffer), so above 1.00x is faster. \
-p50 and p99: time per frame in µs.";
+p50 and p99: time per frame in µs. CPU/frame: the process's CPU time per frame (per run for \
+`cpu-stage` and `gpu-stage`), all threads, in µs.";
 
 const BATCH_NOTE: &str = "Several downloads per frame: one call each (`separate`), all in \
 one batch with one wait (`batched`: one `cuMemcpyBatchAsync` where the driver has it; \
@@ -60,7 +54,7 @@ pub(super) fn of<'a>(records: &'a [ScenarioRecord], scenario: &str) -> Vec<&'a S
 }
 
 /// The first record of `column` among `records`.
-fn find<'a>(records: &[&'a ScenarioRecord], column: &str) -> Option<&'a ScenarioRecord> {
+pub(super) fn find<'a>(records: &[&'a ScenarioRecord], column: &str) -> Option<&'a ScenarioRecord> {
     records.iter().copied().find(|r| r.column == column)
 }
 
@@ -98,69 +92,6 @@ pub(super) fn section(title: &str, note: &str, body: String) -> String {
     format!("\n## {title}\n\n{note}\n{body}")
 }
 
-fn frame_loop(records: &[ScenarioRecord]) -> String {
-    let mut body = String::new();
-    for (scenario, gap) in FRAME_LOOP_SCENARIOS {
-        let found: Vec<&ScenarioRecord> = of(records, scenario)
-            .into_iter()
-            .filter(|r| r.direction.is_some() && r.bytes.is_some())
-            .collect();
-        if found.is_empty() {
-            continue;
-        }
-        let _ = writeln!(
-            body,
-            "\n### {scenario}: the calling thread {gap} before every measured transfer\n"
-        );
-        body.push_str(&frame_loop_table(&found));
-        body.push_str(&samples_line(&found, "cell"));
-    }
-    section("Frame loop", FRAME_LOOP_NOTE, body)
-}
-
-/// Rows: direction × bytes; columns: the paths measured; cells: p50 / p99 (ratio).
-fn frame_loop_table(records: &[&ScenarioRecord]) -> String {
-    let mut columns: Vec<&str> = Vec::new();
-    let mut rows: Vec<(&str, u64)> = Vec::new();
-    for r in records {
-        if !columns.contains(&r.column.as_str()) {
-            columns.push(&r.column);
-        }
-        if let (Some(dir), Some(bytes)) = (r.direction.as_deref(), r.bytes) {
-            if !rows.contains(&(dir, bytes)) {
-                rows.push((dir, bytes));
-            }
-        }
-    }
-    rows.sort_by_key(|&(dir, bytes)| (direction_rank(dir), bytes));
-    let mut s = header_row(&["transfer", "bytes"], &columns);
-    for (dir, bytes) in rows {
-        let row: Vec<&ScenarioRecord> = records
-            .iter()
-            .copied()
-            .filter(|r| r.direction.as_deref() == Some(dir) && r.bytes == Some(bytes))
-            .collect();
-        let baseline = ["pageable", "pageable-async"]
-            .iter()
-            .filter_map(|c| find(&row, c)?.p50())
-            .reduce(f64::min);
-        let _ = write!(s, "| {dir} {} | {bytes} |", human_bytes(bytes));
-        for column in &columns {
-            let Some(r) = find(&row, column) else {
-                s.push_str(" — |");
-                continue;
-            };
-            let _ = write!(s, " {} / {}", cell(r.p50()), cell(r.p99_us));
-            if let Some(x) = over(baseline, r.p50()) {
-                let _ = write!(s, " ({})", ratio_str(x));
-            }
-            s.push_str(" |");
-        }
-        s.push('\n');
-    }
-    s
-}
-
 /// A table of one row per record: the column's name, then `cells(record)` under
 /// `headers` (after "column"), then the samples line; empty without records.
 fn per_column_table(
@@ -191,11 +122,14 @@ fn count_cell(n: Option<u64>) -> String {
 fn four_pipelines(records: &[ScenarioRecord]) -> String {
     let found = of(records, FOUR_PIPELINES);
     let pageable = find(&found, "pageable").and_then(|r| r.fps);
+    let pageable_cpu = find(&found, "pageable").and_then(|r| r.cpu_us);
     let headers = [
         "frames/s",
         "vs pageable",
         "p50 (µs)",
         "p99 (µs)",
+        "CPU/frame (µs)",
+        "CPU vs pageable",
         "copy threads",
     ];
     let table = per_column_table(&found, &headers, |r| {
@@ -204,6 +138,8 @@ fn four_pipelines(records: &[ScenarioRecord]) -> String {
             ratio_cell(over(r.fps, pageable)),
             cell(r.p50()),
             cell(r.p99_us),
+            cell(r.cpu_us),
+            over(r.cpu_us, pageable_cpu).map_or_else(|| "—".to_string(), times_str),
             count_cell(r.copy_threads),
         ]
     });
@@ -220,6 +156,7 @@ fn pipeline(records: &[ScenarioRecord]) -> String {
         "vs staging-sync",
         "p50 (µs)",
         "p99 (µs)",
+        "CPU/frame (µs)",
     ];
     let table = per_column_table(&found, &headers, |r| {
         vec![
@@ -228,6 +165,7 @@ fn pipeline(records: &[ScenarioRecord]) -> String {
             ratio_cell(over(r.fps, staging_sync)),
             cell(r.p50()),
             cell(r.p99_us),
+            cell(r.cpu_us),
         ]
     });
     section("Pipeline", PIPELINE_NOTE, table)
@@ -259,50 +197,8 @@ fn batch(records: &[ScenarioRecord]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{fake_records, temp_dir};
-    use super::super::reader::load_records;
+    use super::super::fixtures::fixture_records as fixture;
     use super::*;
-
-    fn fixture() -> Vec<ScenarioRecord> {
-        let tmp = temp_dir();
-        fake_records(tmp.path());
-        load_records(tmp.path()).unwrap()
-    }
-
-    #[test]
-    fn frame_loop_tables_one_per_gap_with_ratios_to_the_faster_pageable_p50() {
-        let md = frame_loop(&fixture());
-        assert!(md.starts_with("\n## Frame loop\n\nCriterion runs transfers back to back"));
-        assert!(md.contains(
-            "\n### sleep-2ms: the calling thread sleeps 2 ms before every measured transfer\n\n\
-             | transfer | bytes | pageable | pageable-async | copy-in | copy-in-low-latency | resident | resident-low-latency |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|\n"
-        ), "{md}");
-        // Baseline 24.0, pageable-async's p50, the faster of the two.
-        assert!(md.contains(
-            "| H2D 147 KiB | 150528 | 25.0 / 40.0 (0.96x) | 24.0 / 38.0 (1.00x) | 20.0 / 30.0 (1.20x) | 16.0 / 22.0 (1.50x) | 12.0 / 20.0 (2.00x) | 11.0 / 15.0 (2.18x) |\n"
-        ), "{md}");
-        // pageable alone is the baseline where pageable-async was not measured.
-        assert!(md.contains(
-            "| D2H 147 KiB | 150528 | 30.0 / 45.0 (1.00x) | — | — | — | 12.0 / 18.0 (2.50x) | — |\n"
-        ), "{md}");
-        assert!(md.contains("\nSamples per cell: 1000.\n"), "{md}");
-        // busy-2ms after sleep-2ms (document order), only its own columns.
-        let busy = md
-            .find("### busy-2ms: the calling thread computes for 2 ms")
-            .unwrap();
-        assert!(busy > md.find("### sleep-2ms").unwrap());
-        assert!(
-            md[busy..].contains(
-                "| transfer | bytes | pageable | resident |\n|---|---:|---:|---:|\n\
-             | H2D 147 KiB | 150528 | 20.0 / — (1.00x) | 10.0 / 12.0 (2.00x) |\n"
-            ),
-            "{md}"
-        );
-        assert!(md[busy..].contains("Samples per cell: 400–500."), "{md}");
-        // sleep-16ms was not measured: no table for it.
-        assert!(!md.contains("sleep-16ms"));
-    }
 
     #[test]
     fn four_pipelines_table() {
@@ -310,11 +206,11 @@ mod tests {
         assert!(md.starts_with("\n## Four pipelines\n\nFour pipelines run at once"));
         assert!(
             md.contains(
-                "| column | frames/s | vs pageable | p50 (µs) | p99 (µs) | copy threads |\n\
-             |---|---:|---:|---:|---:|---:|\n\
-             | pageable | 100 | 1.00x | 9000 | 12000 | — |\n\
-             | copy-in | 150 | 1.50x | 6000 | 8000 | 8 |\n\
-             | resident | 240 | 2.40x | 4000 | 5000 | 4 |\n"
+                "| column | frames/s | vs pageable | p50 (µs) | p99 (µs) | CPU/frame (µs) | CPU vs pageable | copy threads |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|\n\
+             | pageable | 100 | 1.00x | 9000 | 12000 | 1500 | 1.00× | — |\n\
+             | copy-in | 150 | 1.50x | 6000 | 8000 | 2400 | 1.60× | 8 |\n\
+             | resident | 240 | 2.40x | 4000 | 5000 | 1000 | 0.67× | 4 |\n"
             ),
             "{md}"
         );
@@ -327,14 +223,14 @@ mod tests {
         assert!(md.starts_with("\n## Pipeline\n\nOne pipeline of frames."));
         assert!(
             md.contains(
-                "| column | frames/s | vs ideal | vs staging-sync | p50 (µs) | p99 (µs) |\n\
-             |---|---:|---:|---:|---:|---:|\n\
-             | pageable-sync | 50.0 | 0.50x | 0.83x | 20000 | 25000 |\n\
-             | staging-sync | 60.0 | 0.60x | 1.00x | 16667 | 20000 |\n\
-             | ring | 90.0 | 0.90x | 1.50x | 11111 | 13000 |\n\
-             | ideal | 100 | 1.00x | 1.67x | — | — |\n\
-             | gpu-stage | 95.0 | 0.95x | 1.58x | 10526 | 12000 |\n\
-             | zero-copy | 70.0 | 0.70x | 1.17x | 14286 | 16000 |\n"
+                "| column | frames/s | vs ideal | vs staging-sync | p50 (µs) | p99 (µs) | CPU/frame (µs) |\n\
+             |---|---:|---:|---:|---:|---:|---:|\n\
+             | pageable-sync | 50.0 | 0.50x | 0.83x | 20000 | 25000 | 21000 |\n\
+             | staging-sync | 60.0 | 0.60x | 1.00x | 16667 | 20000 | 17000 |\n\
+             | ring | 90.0 | 0.90x | 1.50x | 11111 | 13000 | 12500 |\n\
+             | ideal | 100 | 1.00x | 1.67x | — | — | — |\n\
+             | gpu-stage | 95.0 | 0.95x | 1.58x | 10526 | 12000 | 3000 |\n\
+             | zero-copy | 70.0 | 0.70x | 1.17x | 14286 | 16000 | — |\n"
             ),
             "{md}"
         );
@@ -385,8 +281,10 @@ mod tests {
             .into_iter()
             .filter(|r| r.column != "pageable" && r.column != "ideal" && r.column != "separate")
             .collect();
-        assert!(four_pipelines(&records).contains("| copy-in | 150 | — | 6000 | 8000 | 8 |"));
-        assert!(pipeline(&records).contains("| ring | 90.0 | — | 1.50x | 11111 | 13000 |"));
+        assert!(
+            four_pipelines(&records).contains("| copy-in | 150 | — | 6000 | 8000 | 2400 | — | 8 |")
+        );
+        assert!(pipeline(&records).contains("| ring | 90.0 | — | 1.50x | 11111 | 13000 | 12500 |"));
         assert!(batch(&records).contains("| batched | 600000 | 70.0 | 90.0 | — |"));
     }
 }

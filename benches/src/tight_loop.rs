@@ -1,0 +1,150 @@
+//! `tight-loop`: the frame-loop columns with no gap, so the back-to-back CPU cost has
+//! a table too (issue 23).
+//!
+//! Per cell (size × direction), each column runs as its own block, not interleaved
+//! with the others, so that threads a column leaves running are not billed to the
+//! next one: [`FrameSettings::tight_warmup_calls`] untimed calls, then back-to-back
+//! calls, each timed alone, until [`FrameSettings::tight_block`] has passed and at
+//! least [`FrameSettings::tight_min_calls`] were made; then a quiet pause,
+//! [`TIGHT_LOOP_QUIET`] ([`LOW_LATENCY_QUIET`] after `copy-in-low-latency`, which
+//! runs last). The columns run in the frame loops' order ([`FrameColumn::INTERLEAVED`],
+//! then [`FrameColumn::ALONE`]), on the same buffers ([`FrameLoop`]).
+//!
+//! `cpu_us` is the process's CPU time over the timed block (all threads) divided by
+//! its calls. A block lasts at least 200 ms in the full run, long against the
+//! kernel's tick, so the process clock's lag on threads running on other cores when
+//! it is read (see [`crate::cpu_time`]) stays within a few percent of a spinning
+//! helper's CPU.
+
+use std::time::{Duration, Instant};
+
+use cuda_core::Error;
+
+use crate::cpu_time::{self, CpuTally};
+use crate::frame_loop::FrameLoop;
+use crate::frames::{FrameColumn, FrameSettings, Scenario, LOW_LATENCY_QUIET};
+use crate::records::FrameRecord;
+use crate::stats::Summary;
+use crate::Direction;
+
+/// The pause after each column's block (but the low-latency one's), so the helpers
+/// a column woke have parked before the next column is timed: the copy pool spins
+/// at most a few hundred µs after a transfer.
+pub const TIGHT_LOOP_QUIET: Duration = Duration::from_millis(20);
+
+/// Each column's block in turn, in run order.
+pub fn run_order() -> impl Iterator<Item = FrameColumn> {
+    FrameColumn::INTERLEAVED
+        .into_iter()
+        .chain(FrameColumn::ALONE)
+}
+
+/// The pause after `column`'s block.
+pub fn quiet_after(column: FrameColumn) -> Duration {
+    if FrameColumn::ALONE.contains(&column) {
+        LOW_LATENCY_QUIET
+    } else {
+        TIGHT_LOOP_QUIET
+    }
+}
+
+/// Runs `tight-loop` over every size and both directions: a record per cell and
+/// column. `progress` hears about each finished cell.
+pub fn run(
+    fl: &mut FrameLoop<'_>,
+    settings: &FrameSettings,
+    mut progress: impl FnMut(&str),
+) -> Result<Vec<FrameRecord>, String> {
+    let scenario = Scenario::TightLoop.name();
+    let sizes = fl.sizes().to_vec();
+    let mut records = Vec::new();
+    for (i, &bytes) in sizes.iter().enumerate() {
+        for direction in Direction::ALL {
+            let mut cell = Vec::new();
+            for column in run_order() {
+                let (mut samples, cpu) =
+                    block(fl, column, direction, i, settings).map_err(|e| {
+                        format!(
+                            "{scenario} {} {} {bytes} B: {e}",
+                            column.name(),
+                            direction.label()
+                        )
+                    })?;
+                std::thread::sleep(quiet_after(column));
+                let s = Summary::of(&mut samples).ok_or("no samples")?;
+                cell.push(FrameRecord::new(
+                    scenario,
+                    direction,
+                    bytes,
+                    column,
+                    &s,
+                    cpu.mean_us(),
+                ));
+            }
+            cell.sort_by_key(|r| FrameColumn::ALL.iter().position(|c| c.name() == r.column));
+            records.extend(cell);
+            progress(&format!("{scenario} {} {bytes} B", direction.label()));
+        }
+    }
+    Ok(records)
+}
+
+/// One column's block: the warm-up calls, then the timed ones; their times and the
+/// process's CPU over them (one window, as many calls).
+fn block(
+    fl: &mut FrameLoop<'_>,
+    column: FrameColumn,
+    direction: Direction,
+    i: usize,
+    settings: &FrameSettings,
+) -> Result<(Vec<Duration>, CpuTally), Error> {
+    for _ in 0..settings.tight_warmup_calls {
+        fl.transfer(column, direction, i)?;
+    }
+    // Room for a call every 2 µs, so the samples never grow while timing.
+    let room = (settings.tight_block.as_micros() / 2) as usize;
+    let mut samples = Vec::with_capacity(room.max(settings.tight_min_calls));
+    let started = Instant::now();
+    let cpu_before = cpu_time::process_cpu();
+    while samples.len() < settings.tight_min_calls || started.elapsed() < settings.tight_block {
+        samples.push(fl.transfer(column, direction, i)?);
+    }
+    let spent = cpu_time::elapsed(cpu_before, cpu_time::process_cpu());
+    let calls = samples.len();
+    Ok((samples, per_call(spent, calls)))
+}
+
+/// One window of `spent` over `calls` calls, as a tally whose mean is CPU per call.
+fn per_call(spent: Option<Duration>, calls: usize) -> CpuTally {
+    let mut t = CpuTally::default();
+    t.add(spent.map(|d| d / calls.max(1) as u32));
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_column_runs_once_and_low_latency_last_with_the_long_pause() {
+        let order: Vec<FrameColumn> = run_order().collect();
+        assert_eq!(order.len(), FrameColumn::ALL.len());
+        for c in FrameColumn::ALL {
+            assert_eq!(order.iter().filter(|&&o| o == c).count(), 1, "{c:?}");
+        }
+        assert_eq!(order.last(), Some(&FrameColumn::CopyInLowLatency));
+        assert_eq!(
+            quiet_after(FrameColumn::CopyInLowLatency),
+            LOW_LATENCY_QUIET
+        );
+        assert_eq!(quiet_after(FrameColumn::CopyIn), TIGHT_LOOP_QUIET);
+        assert!(TIGHT_LOOP_QUIET >= Duration::from_millis(10));
+    }
+
+    #[test]
+    fn cpu_per_call_divides_the_block() {
+        let t = per_call(Some(Duration::from_millis(30)), 1000);
+        assert_eq!(t.mean_us(), Some(30.0));
+        assert_eq!(per_call(None, 1000).mean_us(), None);
+    }
+}

@@ -92,9 +92,9 @@ impl Copier<'static> {
 
     /// For a transfer whose largest host copy is `copy_bytes`, moving `direction`,
     /// on up to `threads` threads (the caller included): with as many pool helpers
-    /// as `tuning::helpers_to_wake` gives (none for a small copy after a gap, none
-    /// while the machine's cores are busy), `hot` when transfers come back to back or
-    /// low-latency mode keeps helpers awake.
+    /// as `tuning::helpers_to_wake` gives (none for a small copy after a gap), and no
+    /// more than the machine has idle cores ([`Pool::idle_cores`]); `hot` when
+    /// transfers come back to back or low-latency mode keeps helpers awake.
     pub(crate) fn for_transfer(
         threads: usize,
         copy_bytes: usize,
@@ -106,7 +106,7 @@ impl Copier<'static> {
             Direction::DeviceToHost => threads.min(crate::tuning::download_threads()),
         }
         .max(1);
-        let mut helpers = crate::tuning::helpers_to_wake(copy_bytes, threads, direction, hot);
+        let mut helpers = crate::tuning::helpers_to_wake(copy_bytes, threads, hot);
         if helpers == 0 {
             return Copier {
                 threads,
@@ -119,9 +119,8 @@ impl Copier<'static> {
                 ..Copier::solo()
             };
         };
-        if !hot && !pool.cores_free() {
-            helpers = 0;
-        }
+        // The pool's own spinning helpers count as running, but are free to help.
+        helpers = helpers.min(pool.idle_cores() + pool.awake());
         let linger = crate::tuning::linger_ns();
         Copier {
             pool: Some(pool),

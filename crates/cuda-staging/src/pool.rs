@@ -44,6 +44,7 @@ use crate::tuning;
 
 mod control;
 mod gate;
+mod idle;
 mod mailbox;
 
 pub(crate) use control::{existing, global};
@@ -52,6 +53,7 @@ pub use control::{
     COPY_THREADS_ENV, MAX_POOL_THREADS,
 };
 use gate::{AtGate, Gate};
+use idle::IdleCores;
 use mailbox::{Mailbox, Offer};
 
 /// Concurrent copies the pool takes; more copy on their own thread alone.
@@ -154,9 +156,6 @@ struct WorkerState {
     hot_until: AtomicU64,
     /// Times the worker came back from parking.
     wakes: AtomicU64,
-    /// Pool-clock nanoseconds when a transfer last unparked the worker (0: none
-    /// since it last ran), for the wake-up latency ([`Pool::cores_free`]).
-    unparked_at: AtomicU64,
     /// Parts of other threads' copies the worker copied.
     parts: AtomicU64,
     /// The worker's CPU time in nanoseconds, as of its last look at its clock
@@ -171,7 +170,6 @@ impl WorkerState {
             mailbox: Mailbox::new(),
             hot_until: AtomicU64::new(0),
             wakes: AtomicU64::new(0),
-            unparked_at: AtomicU64::new(0),
             parts: AtomicU64::new(0),
             cpu_ns: AtomicU64::new(0),
             thread: OnceLock::new(),
@@ -183,13 +181,6 @@ impl WorkerState {
         if let Some(t) = self.thread.get() {
             t.unpark();
         }
-    }
-
-    /// Unparks the worker for a transfer at pool-clock `now`, noting when, so that
-    /// the worker can tell how long it took to run.
-    fn wake_at(&self, now: u64) {
-        self.unparked_at.store(now.max(1), Ordering::Relaxed);
-        self.unpark();
     }
 
     /// Stores the worker's CPU time; called on the worker's own thread.
@@ -217,11 +208,8 @@ pub(crate) struct Pool {
     /// Where [`Pool::heat`] starts its scan for an early wake-up, moved on by each
     /// so concurrent transfers wake different workers.
     next_heat: AtomicUsize,
-    /// How long woken workers took to run lately: a moving average, in ns.
-    wake_latency_ns: AtomicU64,
-    /// Pool-clock nanoseconds of the last transfer that woke helpers although the
-    /// cores looked busy, to see whether they still are ([`Pool::cores_free`]).
-    last_probe: AtomicU64,
+    /// The machine's idle cores as last read ([`Pool::idle_cores`]).
+    idle: IdleCores,
     /// The started threads, for [`Pool::stop`] (and growth, which takes the lock).
     handles: Mutex<Vec<JoinHandle<()>>>,
     shutdown: AtomicBool,
@@ -240,8 +228,7 @@ impl Pool {
             limit: AtomicUsize::new(limit.min(capacity)),
             awake: AtomicUsize::new(0),
             next_heat: AtomicUsize::new(0),
-            wake_latency_ns: AtomicU64::new(0),
-            last_probe: AtomicU64::new(0),
+            idle: IdleCores::new(),
             handles: Mutex::new(Vec::new()),
             shutdown: AtomicBool::new(false),
             epoch: Instant::now(),
@@ -358,7 +345,7 @@ impl Pool {
                 // sees `hot_until`, or this sees it parking (see `mailbox.rs`).
                 fence(Ordering::SeqCst);
                 if w.mailbox.is_sleeping() {
-                    w.wake_at(self.now_ns());
+                    w.unpark();
                 }
                 left -= 1;
             }
@@ -373,33 +360,14 @@ impl Pool {
         }
     }
 
-    /// Whether the machine has cores to spare for helpers: woken workers have lately
-    /// run within `tuning::BUSY_WAKE` of being unparked. When every core is taken
-    /// (the program's own decoders and preprocessing, other processes), a woken
-    /// helper waits for a time slice, its copy waits for it, and the program's other
-    /// threads lose the core it takes: the caller then copies alone. Once every
-    /// `tuning::BUSY_PROBE`, one transfer wakes its helpers anyway, to see whether
-    /// the cores are still busy.
-    pub(crate) fn cores_free(&self) -> bool {
-        if self.wake_latency_ns.load(Ordering::Relaxed) <= tuning::busy_wake_ns() {
-            return true;
-        }
-        let now = self.now_ns();
-        let last = self.last_probe.load(Ordering::Relaxed);
-        now.saturating_sub(last) >= tuning::BUSY_PROBE.as_nanos() as u64
-            && self
-                .last_probe
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-    }
-
-    /// A worker ran `latency_ns` after a transfer unparked it.
-    fn note_wake_latency(&self, latency_ns: u64) {
-        // An average over about the last four wake-ups; races between workers only
-        // lose an update.
-        let old = self.wake_latency_ns.load(Ordering::Relaxed);
-        let new = old - old / 4 + latency_ns / 4;
-        self.wake_latency_ns.store(new, Ordering::Relaxed);
+    /// Cores that run nothing now, by the kernel's count of runnable threads (read at
+    /// most every `idle.rs`'s `READ_EVERY`; every core where it cannot be read).
+    /// When the program's own decoders and preprocessing or other processes keep
+    /// every core busy, a woken helper takes a core from one of them, and the OS
+    /// preempts the helpers or the caller in the middle of a copy, which then waits
+    /// a time slice: a transfer enlists no more helpers than there are idle cores.
+    pub(crate) fn idle_cores(&self) -> usize {
+        self.idle.get(self.now_ns())
     }
 
     /// Copies `len` bytes shared out as `share` says, returning when every byte is
@@ -529,7 +497,7 @@ impl Pool {
                     // it would only leave a stale token that cuts its next park
                     // short.
                     if parked {
-                        w.wake_at(self.now_ns());
+                        w.unpark();
                     }
                 }
             }
@@ -583,13 +551,8 @@ impl Pool {
             }
             self.awake.fetch_add(1, Ordering::Relaxed);
             me.mailbox.woke();
-            let ran = self.now_ns();
-            let unparked = me.unparked_at.swap(0, Ordering::Relaxed);
-            if unparked != 0 {
-                self.note_wake_latency(ran.saturating_sub(unparked));
-            }
-            linger_until = ran;
-            cpu_read = ran;
+            linger_until = self.now_ns();
+            cpu_read = linger_until;
         }
     }
 

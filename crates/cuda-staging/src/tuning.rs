@@ -7,8 +7,6 @@
 //! [`crate::StagingBuffer::set_copy_threads`].
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-
-use crate::routing::Direction;
 use std::time::Duration;
 
 /// A helper spins this long after its part of a copy before it parks, when more is
@@ -28,26 +26,22 @@ pub(crate) const PREWAKE_HOLD: Duration = Duration::from_micros(100);
 /// after 16 ms, bare threads on the 16-core H200 host), longer than the copy.
 pub(crate) const WAKE_MIN_BYTES: usize = 512 << 10;
 
-/// After a gap, a download from this size wakes one helper before it waits for its
-/// DMA: the helper wakes while the DMA runs and takes part of the copy-out.
-pub(crate) const DOWNLOAD_WAKE_MIN_BYTES: usize = 128 << 10;
-
 /// A download's copy-out is split over at most this many threads, the caller
-/// included.
-pub(crate) const DOWNLOAD_THREADS: usize = 4;
-
-/// Woken helpers that take longer than this to run, on average, mean the cores
-/// are busy: transfers after a gap then copy on the caller alone
-/// ([`crate::pool::Pool::cores_free`]).
-pub(crate) const BUSY_WAKE: Duration = Duration::from_micros(250);
-
-/// While the cores look busy, one transfer this often wakes its helpers anyway, to
-/// see whether they still are.
-pub(crate) const BUSY_PROBE: Duration = Duration::from_millis(20);
+/// included. Its reads miss the caches (the DMA has just written the lines), so a
+/// thread copies out at about half the speed it copies in, and a fourth thread
+/// bought little for its CPU: on the 16-core H200 host (variants interleaved),
+/// 4915200 B back to back took 224 µs on three threads against 221 on four, for
+/// 1.81 against 2.32 times the driver's CPU; after a 2 ms sleep 327 against 323 µs,
+/// for 1.40 against 1.68 times.
+pub(crate) const DOWNLOAD_THREADS: usize = 3;
 
 /// After a gap, a host copy wakes one parked helper per this many bytes (at least
 /// one from [`WAKE_MIN_BYTES`]), up to the buffer's copy threads less the caller.
-pub(crate) const HELPER_BYTES: usize = 512 << 10;
+/// One per 512 KiB woke two for 1 MiB, which after a 16 ms sleep left the download
+/// no faster than the driver's (1.03 times) for twice its CPU (16-core H200 host);
+/// one per MiB measured 1.22 against 1.17 times the driver's speed for a 1 MiB
+/// upload after a 2 ms sleep, for 1.53 against 2.16 times its CPU.
+pub(crate) const HELPER_BYTES: usize = 1 << 20;
 
 /// In a tight loop (transfers back to back) or low-latency mode, one helper per
 /// this many bytes of host copy, at least one from 64 KiB: each helper spins
@@ -76,12 +70,8 @@ pub struct PoolTuning {
     pub back_to_back_helper_bytes: usize,
     /// [`PARTS_PER_THREAD`].
     pub parts_per_thread: usize,
-    /// [`DOWNLOAD_WAKE_MIN_BYTES`].
-    pub download_wake_min_bytes: usize,
     /// [`DOWNLOAD_THREADS`].
     pub download_threads: usize,
-    /// [`BUSY_WAKE`].
-    pub busy_wake: Duration,
 }
 
 impl Default for PoolTuning {
@@ -93,9 +83,7 @@ impl Default for PoolTuning {
             helper_bytes: HELPER_BYTES,
             back_to_back_helper_bytes: BACK_TO_BACK_HELPER_BYTES,
             parts_per_thread: PARTS_PER_THREAD,
-            download_wake_min_bytes: DOWNLOAD_WAKE_MIN_BYTES,
             download_threads: DOWNLOAD_THREADS,
-            busy_wake: BUSY_WAKE,
         }
     }
 }
@@ -106,9 +94,7 @@ static WAKE_MIN: AtomicUsize = AtomicUsize::new(WAKE_MIN_BYTES);
 static HELPER: AtomicUsize = AtomicUsize::new(HELPER_BYTES);
 static BACK_TO_BACK_HELPER: AtomicUsize = AtomicUsize::new(BACK_TO_BACK_HELPER_BYTES);
 static PARTS: AtomicUsize = AtomicUsize::new(PARTS_PER_THREAD);
-static DOWNLOAD_WAKE_MIN: AtomicUsize = AtomicUsize::new(DOWNLOAD_WAKE_MIN_BYTES);
 static DOWNLOAD: AtomicUsize = AtomicUsize::new(DOWNLOAD_THREADS);
-static BUSY_WAKE_NS: AtomicU64 = AtomicU64::new(BUSY_WAKE.as_nanos() as u64);
 
 /// Sets the process-wide tunables (for probes; see the module notes). Byte counts
 /// and `parts_per_thread` of 0 are taken as 1.
@@ -120,12 +106,7 @@ pub fn set_pool_tuning(t: PoolTuning) {
     HELPER.store(t.helper_bytes.max(1), Ordering::Relaxed);
     BACK_TO_BACK_HELPER.store(t.back_to_back_helper_bytes.max(1), Ordering::Relaxed);
     PARTS.store(t.parts_per_thread.max(1), Ordering::Relaxed);
-    DOWNLOAD_WAKE_MIN.store(t.download_wake_min_bytes, Ordering::Relaxed);
     DOWNLOAD.store(t.download_threads.max(1), Ordering::Relaxed);
-    BUSY_WAKE_NS.store(
-        u64::try_from(t.busy_wake.as_nanos()).unwrap_or(u64::MAX),
-        Ordering::Relaxed,
-    );
 }
 
 /// The process-wide tunables now.
@@ -138,9 +119,7 @@ pub fn pool_tuning() -> PoolTuning {
         helper_bytes: HELPER.load(Ordering::Relaxed),
         back_to_back_helper_bytes: BACK_TO_BACK_HELPER.load(Ordering::Relaxed),
         parts_per_thread: parts_per_thread(),
-        download_wake_min_bytes: DOWNLOAD_WAKE_MIN.load(Ordering::Relaxed),
         download_threads: download_threads(),
-        busy_wake: Duration::from_nanos(busy_wake_ns()),
     }
 }
 
@@ -160,33 +139,29 @@ pub(crate) fn download_threads() -> usize {
     DOWNLOAD.load(Ordering::Relaxed)
 }
 
-pub(crate) fn busy_wake_ns() -> u64 {
-    BUSY_WAKE_NS.load(Ordering::Relaxed)
-}
-
 /// Pool helpers a transfer's host copy of `copy_bytes` enlists when up to
-/// `threads` threads share it (the caller included): after a gap, uploads none below
-/// [`WAKE_MIN_BYTES`] and downloads one from [`DOWNLOAD_WAKE_MIN_BYTES`], then one
-/// per [`HELPER_BYTES`]; `hot` (a tight loop, or low-latency mode, where helpers
-/// are awake anyway) one per [`BACK_TO_BACK_HELPER_BYTES`], at least one from
-/// 64 KiB. Never more than `threads - 1`.
-pub(crate) fn helpers_to_wake(
-    copy_bytes: usize,
-    threads: usize,
-    direction: Direction,
-    hot: bool,
-) -> usize {
+/// `threads` threads share it (the caller included): after a gap none below
+/// [`WAKE_MIN_BYTES`], then one per [`HELPER_BYTES`] (at least one); `hot` (a tight loop, or
+/// low-latency mode, where helpers are awake anyway) one per
+/// [`BACK_TO_BACK_HELPER_BYTES`], at least one from 64 KiB. Never more than
+/// `threads - 1`.
+///
+/// Small downloads after a gap are no different: one helper woken for a download
+/// of 128 KiB to 512 KiB (before its DMA, so it would be up by the time it lands)
+/// was slower than the caller alone on the H200 host, 150528 B after a 2 ms sleep
+/// 1.03 against 1.13 times the driver's speed and after 16 ms 0.96 against 1.02,
+/// for 1.34 against 0.91 times its CPU.
+pub(crate) fn helpers_to_wake(copy_bytes: usize, threads: usize, hot: bool) -> usize {
     let (min, per) = if hot {
         (
             crate::copy::PARALLEL_MIN_BYTES,
             BACK_TO_BACK_HELPER.load(Ordering::Relaxed),
         )
     } else {
-        let min = match direction {
-            Direction::HostToDevice => WAKE_MIN.load(Ordering::Relaxed),
-            Direction::DeviceToHost => DOWNLOAD_WAKE_MIN.load(Ordering::Relaxed),
-        };
-        (min, HELPER.load(Ordering::Relaxed))
+        (
+            WAKE_MIN.load(Ordering::Relaxed),
+            HELPER.load(Ordering::Relaxed),
+        )
     };
     if threads < 2 || copy_bytes < min.max(crate::copy::PARALLEL_MIN_BYTES) {
         return 0;
@@ -202,29 +177,23 @@ mod tests {
     fn small_copies_after_a_gap_wake_nobody_and_large_ones_wake_up_to_the_cap() {
         let d = PoolTuning::default();
         assert_eq!(pool_tuning(), d, "nothing in this binary changes them");
-        let (up, down) = (Direction::HostToDevice, Direction::DeviceToHost);
-        // After a gap: uploads nothing under 512 KiB, then one per 512 KiB.
-        assert_eq!(helpers_to_wake(150_528, 4, up, false), 0);
-        assert_eq!(helpers_to_wake((512 << 10) - 1, 4, up, false), 0);
-        assert_eq!(helpers_to_wake(512 << 10, 4, up, false), 1);
-        assert_eq!(helpers_to_wake(1 << 20, 4, up, false), 2);
-        assert_eq!(helpers_to_wake(4_915_200, 4, up, false), 3, "capped");
-        assert_eq!(helpers_to_wake(4_915_200, 16, up, false), 9);
-        // Downloads one from 128 KiB.
-        assert_eq!(helpers_to_wake((128 << 10) - 1, 4, down, false), 0);
-        assert_eq!(helpers_to_wake(150_528, 4, down, false), 1);
-        assert_eq!(helpers_to_wake(1 << 20, 4, down, false), 2);
+        // After a gap: nothing under 512 KiB, then one per 512 KiB.
+        assert_eq!(helpers_to_wake(150_528, 4, false), 0);
+        assert_eq!(helpers_to_wake((512 << 10) - 1, 4, false), 0);
+        assert_eq!(helpers_to_wake(512 << 10, 4, false), 1);
+        assert_eq!(helpers_to_wake(1 << 20, 4, false), 1);
+        assert_eq!(helpers_to_wake(2 << 20, 4, false), 2);
+        assert_eq!(helpers_to_wake(4_915_200, 4, false), 3, "capped");
+        assert_eq!(helpers_to_wake(4_915_200, 16, false), 4);
         // Back to back: at least one from 64 KiB, one per 512 KiB.
-        for dir in [up, down] {
-            assert_eq!(helpers_to_wake((64 << 10) - 1, 4, dir, true), 0);
-            assert_eq!(helpers_to_wake(64 << 10, 4, dir, true), 1);
-            assert_eq!(helpers_to_wake(150_528, 4, dir, true), 1);
-            assert_eq!(helpers_to_wake(1 << 20, 4, dir, true), 2);
-            assert_eq!(helpers_to_wake(4_915_200, 4, dir, true), 3);
-            // One thread: the caller alone.
-            assert_eq!(helpers_to_wake(64 << 20, 1, dir, false), 0);
-            assert_eq!(helpers_to_wake(64 << 20, 1, dir, true), 0);
-            assert_eq!(helpers_to_wake(64 << 20, 0, dir, true), 0);
-        }
+        assert_eq!(helpers_to_wake((64 << 10) - 1, 4, true), 0);
+        assert_eq!(helpers_to_wake(64 << 10, 4, true), 1);
+        assert_eq!(helpers_to_wake(150_528, 4, true), 1);
+        assert_eq!(helpers_to_wake(1 << 20, 4, true), 2);
+        assert_eq!(helpers_to_wake(4_915_200, 4, true), 3);
+        // One thread: the caller alone.
+        assert_eq!(helpers_to_wake(64 << 20, 1, false), 0);
+        assert_eq!(helpers_to_wake(64 << 20, 1, true), 0);
+        assert_eq!(helpers_to_wake(64 << 20, 0, true), 0);
     }
 }

@@ -269,34 +269,6 @@ fn heat_wakes_parked_workers_ahead_of_work_and_they_park_after_it() {
 }
 
 #[test]
-fn slow_wake_ups_mean_busy_cores_and_a_probe_now_and_then_looks_again() {
-    with_pool(2, |pool| {
-        // Woken workers report how long they took to run.
-        eventually("all parked", || all_parked(pool));
-        assert_eq!(pool.wake_latency_ns.load(Ordering::Relaxed), 0);
-        let src: Vec<u8> = (0..(32usize << 20)).map(|i| (i * 3) as u8).collect();
-        let mut dst = vec![0u8; src.len()];
-        copy_slices(pool, &mut dst, &src, CopyKind::Plain, 3, 2);
-        assert!(dst == src);
-        eventually("a woken worker reported its wake-up", || {
-            pool.wake_latency_ns.load(Ordering::Relaxed) > 0
-        });
-        // Fast wake-ups: the cores are free.
-        pool.wake_latency_ns.store(10_000, Ordering::Relaxed);
-        assert!(pool.cores_free());
-        assert!(pool.cores_free());
-        // Slow ones: busy, except for one probe per BUSY_PROBE.
-        pool.wake_latency_ns
-            .store(tuning::BUSY_WAKE.as_nanos() as u64 * 10, Ordering::Relaxed);
-        let _ = pool.cores_free(); // may be the probe
-        assert!(!pool.cores_free(), "no second probe at once");
-        std::thread::sleep(tuning::BUSY_PROBE + Duration::from_millis(5));
-        assert!(pool.cores_free(), "a probe once BUSY_PROBE has passed");
-        assert!(!pool.cores_free(), "and only one");
-    });
-}
-
-#[test]
 fn a_pool_of_size_zero_copies_on_the_callers_thread() {
     let _one_at_a_time = serial();
     let pool = Pool::new(4, 0);

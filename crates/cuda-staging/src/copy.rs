@@ -76,6 +76,8 @@ pub(crate) struct Copier<'a> {
     /// The same after the transfer's last copy: 0 after a gap (nothing more is
     /// coming soon), `tuning::LINGER` in a tight loop.
     end_linger_ns: u64,
+    /// Parts per thread taking part ([`Share::parts_per_thread`]).
+    parts_per_thread: usize,
 }
 
 impl Copier<'static> {
@@ -87,6 +89,7 @@ impl Copier<'static> {
             helpers: 0,
             linger_ns: 0,
             end_linger_ns: 0,
+            parts_per_thread: 1,
         }
     }
 
@@ -128,6 +131,14 @@ impl Copier<'static> {
             helpers,
             linger_ns: linger,
             end_linger_ns: if hot { linger } else { 0 },
+            // Helpers woken for this transfer arrive tens of µs late: small parts
+            // leave them work. Spinning ones take theirs at once, and each part
+            // claimed is a cache line passed between cores.
+            parts_per_thread: if hot {
+                1
+            } else {
+                crate::tuning::parts_per_thread()
+            },
         }
     }
 }
@@ -237,6 +248,7 @@ impl<'a> Copier<'a> {
             threads,
             helpers: self.helpers.min(threads - 1),
             linger_ns: self.linger_ns,
+            parts_per_thread: self.parts_per_thread,
         }
     }
 

@@ -40,7 +40,6 @@ use crate::cpu_clock::thread_cpu_ns;
 use crate::job::{Job, MAX_PARTS};
 use crate::prefetch::prefetch_for_write;
 use crate::sync::{fence, spin_hint, AtomicU64, Ordering};
-use crate::tuning;
 
 mod control;
 mod gate;
@@ -67,12 +66,15 @@ const CPU_READ_NS: u64 = 1_000_000;
 
 /// How a copy is shared out: over up to `threads` threads, the caller included,
 /// `helpers` of them pool workers (free ones that are awake first, then parked ones
-/// woken for it), each spinning `linger_ns` after its last part for the next copy.
+/// woken for it), each spinning `linger_ns` after its last part for the next copy;
+/// cut in about `parts_per_thread` parts per thread taking part (more when helpers
+/// must be woken and arrive late, one when they are spinning already).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Share {
     pub(crate) threads: usize,
     pub(crate) helpers: usize,
     pub(crate) linger_ns: u64,
+    pub(crate) parts_per_thread: usize,
 }
 
 /// One copy of `len` bytes cut into parts of `per` bytes.
@@ -436,7 +438,8 @@ impl Pool {
         share: Share,
         gated: bool,
     ) -> (usize, CopyDesc) {
-        let per = part_bytes(len, threads, tuning::parts_per_thread(), gated);
+        let taking_part = share.helpers.min(threads - 1) + 1;
+        let per = part_bytes(len, taking_part, share.parts_per_thread, gated);
         let parts = len.div_ceil(per).max(1);
         let desc = CopyDesc {
             dst,

@@ -2,6 +2,7 @@
 //! there is nothing to do.
 
 use super::*;
+use crate::tuning;
 
 /// Pool tests run one at a time: each starts spinning threads, and the wake-up
 /// tests below count what other pools would disturb (CI machines have two cores).
@@ -18,6 +19,7 @@ fn share(threads: usize, helpers: usize) -> Share {
         threads,
         helpers,
         linger_ns: tuning::LINGER.as_nanos() as u64,
+        parts_per_thread: tuning::PARTS_PER_THREAD,
     }
 }
 

@@ -109,7 +109,7 @@ impl Copier<'static> {
             Direction::DeviceToHost => threads.min(crate::tuning::download_threads()),
         }
         .max(1);
-        let mut helpers = crate::tuning::helpers_to_wake(copy_bytes, threads, hot);
+        let mut helpers = crate::tuning::helpers_to_wake(copy_bytes, threads, direction, hot);
         if helpers == 0 {
             return Copier {
                 threads,

@@ -7,6 +7,8 @@
 //! [`crate::StagingBuffer::set_copy_threads`].
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crate::routing::Direction;
 use std::time::Duration;
 
 /// A helper spins this long after its part of a copy before it parks, when more is
@@ -25,6 +27,18 @@ pub(crate) const PREWAKE_HOLD: Duration = Duration::from_micros(100);
 /// idle core takes tens of µs to run (26 µs at the median after a 2 ms sleep, 49 µs
 /// after 16 ms, bare threads on the 16-core H200 host), longer than the copy.
 pub(crate) const WAKE_MIN_BYTES: usize = 512 << 10;
+
+/// After a gap, a download smaller than this wakes no parked helper: its copy-out
+/// reads lines the DMA has just written (memory, not cache), and helpers that wake
+/// for it spend more than they save. In the full bench run at 4521598 on the
+/// 16-core H200 host, a 1 MiB download with two helpers woken ran at 0.98, 0.81
+/// and 0.97 times the driver's speed after a 2 ms sleep, a 16 ms sleep and 2 ms of
+/// computing, for 2.47, 2.33 and 2.87 times its CPU. A probe on the same host then
+/// (variants interleaved, p50 / CPU per frame): after 2 ms, 178.6 µs / 188 µs on
+/// the caller alone against 151.3 / 404 with two helpers (driver: 183.3 / 195);
+/// after 16 ms, 230.4 / 262 against 211.2 / 469 (driver: 180.4 / 202). 4915200 B
+/// keeps its helpers: 368 µs against the driver's 636 after 2 ms.
+pub(crate) const DOWNLOAD_WAKE_MIN_BYTES: usize = 2 << 20;
 
 /// A download's copy-out is split over at most this many threads, the caller
 /// included. Its reads miss the caches (the DMA has just written the lines), so a
@@ -72,6 +86,8 @@ pub struct PoolTuning {
     pub parts_per_thread: usize,
     /// [`DOWNLOAD_THREADS`].
     pub download_threads: usize,
+    /// [`DOWNLOAD_WAKE_MIN_BYTES`].
+    pub download_wake_min_bytes: usize,
 }
 
 impl Default for PoolTuning {
@@ -84,6 +100,7 @@ impl Default for PoolTuning {
             back_to_back_helper_bytes: BACK_TO_BACK_HELPER_BYTES,
             parts_per_thread: PARTS_PER_THREAD,
             download_threads: DOWNLOAD_THREADS,
+            download_wake_min_bytes: DOWNLOAD_WAKE_MIN_BYTES,
         }
     }
 }
@@ -95,6 +112,7 @@ static HELPER: AtomicUsize = AtomicUsize::new(HELPER_BYTES);
 static BACK_TO_BACK_HELPER: AtomicUsize = AtomicUsize::new(BACK_TO_BACK_HELPER_BYTES);
 static PARTS: AtomicUsize = AtomicUsize::new(PARTS_PER_THREAD);
 static DOWNLOAD: AtomicUsize = AtomicUsize::new(DOWNLOAD_THREADS);
+static DOWNLOAD_WAKE_MIN: AtomicUsize = AtomicUsize::new(DOWNLOAD_WAKE_MIN_BYTES);
 
 /// Sets the process-wide tunables (for probes; see the module notes). Byte counts
 /// and `parts_per_thread` of 0 are taken as 1.
@@ -107,6 +125,7 @@ pub fn set_pool_tuning(t: PoolTuning) {
     BACK_TO_BACK_HELPER.store(t.back_to_back_helper_bytes.max(1), Ordering::Relaxed);
     PARTS.store(t.parts_per_thread.max(1), Ordering::Relaxed);
     DOWNLOAD.store(t.download_threads.max(1), Ordering::Relaxed);
+    DOWNLOAD_WAKE_MIN.store(t.download_wake_min_bytes, Ordering::Relaxed);
 }
 
 /// The process-wide tunables now.
@@ -120,6 +139,7 @@ pub fn pool_tuning() -> PoolTuning {
         back_to_back_helper_bytes: BACK_TO_BACK_HELPER.load(Ordering::Relaxed),
         parts_per_thread: parts_per_thread(),
         download_threads: download_threads(),
+        download_wake_min_bytes: DOWNLOAD_WAKE_MIN.load(Ordering::Relaxed),
     }
 }
 
@@ -139,29 +159,36 @@ pub(crate) fn download_threads() -> usize {
     DOWNLOAD.load(Ordering::Relaxed)
 }
 
-/// Pool helpers a transfer's host copy of `copy_bytes` enlists when up to
-/// `threads` threads share it (the caller included): after a gap none below
-/// [`WAKE_MIN_BYTES`], then one per [`HELPER_BYTES`] (at least one); `hot` (a tight loop, or
+/// Pool helpers a transfer's host copy of `copy_bytes`, moving `direction`, enlists
+/// when up to `threads` threads share it (the caller included): after a gap none
+/// below [`WAKE_MIN_BYTES`] (uploads) or [`DOWNLOAD_WAKE_MIN_BYTES`] (downloads),
+/// then one per [`HELPER_BYTES`] (at least one); `hot` (a tight loop, or
 /// low-latency mode, where helpers are awake anyway) one per
 /// [`BACK_TO_BACK_HELPER_BYTES`], at least one from 64 KiB. Never more than
 /// `threads - 1`.
 ///
-/// Small downloads after a gap are no different: one helper woken for a download
+/// Small downloads after a gap are no exception: one helper woken for a download
 /// of 128 KiB to 512 KiB (before its DMA, so it would be up by the time it lands)
 /// was slower than the caller alone on the H200 host, 150528 B after a 2 ms sleep
 /// 1.03 against 1.13 times the driver's speed and after 16 ms 0.96 against 1.02,
 /// for 1.34 against 0.91 times its CPU.
-pub(crate) fn helpers_to_wake(copy_bytes: usize, threads: usize, hot: bool) -> usize {
+pub(crate) fn helpers_to_wake(
+    copy_bytes: usize,
+    threads: usize,
+    direction: Direction,
+    hot: bool,
+) -> usize {
     let (min, per) = if hot {
         (
             crate::copy::PARALLEL_MIN_BYTES,
             BACK_TO_BACK_HELPER.load(Ordering::Relaxed),
         )
     } else {
-        (
-            WAKE_MIN.load(Ordering::Relaxed),
-            HELPER.load(Ordering::Relaxed),
-        )
+        let min = match direction {
+            Direction::HostToDevice => WAKE_MIN.load(Ordering::Relaxed),
+            Direction::DeviceToHost => DOWNLOAD_WAKE_MIN.load(Ordering::Relaxed),
+        };
+        (min, HELPER.load(Ordering::Relaxed))
     };
     if threads < 2 || copy_bytes < min.max(crate::copy::PARALLEL_MIN_BYTES) {
         return 0;
@@ -177,22 +204,30 @@ mod tests {
     fn small_copies_after_a_gap_wake_nobody_and_large_ones_wake_up_to_the_cap() {
         let d = PoolTuning::default();
         assert_eq!(pool_tuning(), d, "nothing in this binary changes them");
-        // After a gap: nothing under 512 KiB, then one per 512 KiB.
-        assert_eq!(helpers_to_wake(150_528, 4, false), 0);
-        assert_eq!(helpers_to_wake((512 << 10) - 1, 4, false), 0);
-        assert_eq!(helpers_to_wake(512 << 10, 4, false), 1);
-        assert_eq!(helpers_to_wake(1 << 20, 4, false), 2);
-        assert_eq!(helpers_to_wake(4_915_200, 4, false), 3, "capped");
-        assert_eq!(helpers_to_wake(4_915_200, 16, false), 9);
-        // Back to back: at least one from 64 KiB, one per 512 KiB.
-        assert_eq!(helpers_to_wake((64 << 10) - 1, 4, true), 0);
-        assert_eq!(helpers_to_wake(64 << 10, 4, true), 1);
-        assert_eq!(helpers_to_wake(150_528, 4, true), 1);
-        assert_eq!(helpers_to_wake(1 << 20, 4, true), 2);
-        assert_eq!(helpers_to_wake(4_915_200, 4, true), 3);
-        // One thread: the caller alone.
-        assert_eq!(helpers_to_wake(64 << 20, 1, false), 0);
-        assert_eq!(helpers_to_wake(64 << 20, 1, true), 0);
-        assert_eq!(helpers_to_wake(64 << 20, 0, true), 0);
+        let (up, down) = (Direction::HostToDevice, Direction::DeviceToHost);
+        // After a gap: uploads nothing under 512 KiB, then one per 512 KiB.
+        assert_eq!(helpers_to_wake(150_528, 4, up, false), 0);
+        assert_eq!(helpers_to_wake((512 << 10) - 1, 4, up, false), 0);
+        assert_eq!(helpers_to_wake(512 << 10, 4, up, false), 1);
+        assert_eq!(helpers_to_wake(1 << 20, 4, up, false), 2);
+        assert_eq!(helpers_to_wake(4_915_200, 4, up, false), 3, "capped");
+        assert_eq!(helpers_to_wake(4_915_200, 16, up, false), 9);
+        // Downloads nothing under 2 MiB.
+        assert_eq!(helpers_to_wake(1 << 20, 4, down, false), 0);
+        assert_eq!(helpers_to_wake((2 << 20) - 1, 4, down, false), 0);
+        assert_eq!(helpers_to_wake(2 << 20, 4, down, false), 3);
+        assert_eq!(helpers_to_wake(4_915_200, 3, down, false), 2);
+        for dir in [up, down] {
+            // Back to back: at least one from 64 KiB, one per 512 KiB.
+            assert_eq!(helpers_to_wake((64 << 10) - 1, 4, dir, true), 0);
+            assert_eq!(helpers_to_wake(64 << 10, 4, dir, true), 1);
+            assert_eq!(helpers_to_wake(150_528, 4, dir, true), 1);
+            assert_eq!(helpers_to_wake(1 << 20, 4, dir, true), 2);
+            assert_eq!(helpers_to_wake(4_915_200, 4, dir, true), 3);
+            // One thread: the caller alone.
+            assert_eq!(helpers_to_wake(64 << 20, 1, dir, false), 0);
+            assert_eq!(helpers_to_wake(64 << 20, 1, dir, true), 0);
+            assert_eq!(helpers_to_wake(64 << 20, 0, dir, true), 0);
+        }
     }
 }

@@ -60,37 +60,56 @@
 //! `CUDA_STAGING_COPY_THREADS` or [`set_copy_pool_threads`], `0` for none), started
 //! at the first copy that wants help, parked between transfers. A transfer's host
 //! copy is split over at most [`StagingBuffer::copy_threads`] threads, the caller
-//! included ([`DEFAULT_COPY_THREADS`], 4); concurrent transfers share the free
-//! helpers, and none waits for another's copy. [`pool_stats`] says how many helpers
-//! run and how much CPU they have used.
+//! included ([`DEFAULT_COPY_THREADS`], 4; a download's copy-out over at most 3);
+//! concurrent transfers share the free helpers, and none waits for another's copy.
+//! [`pool_stats`] says how many helpers run, how often they were woken, and how much
+//! CPU they have used.
 //!
 //! Helpers are woken by the transfer that needs them and spin only while work is
 //! microseconds away:
-//! - After a gap (a frame loop), a copy under 512 KiB is done by the caller alone
-//!   (an upload of 64 KiB or more in two halves, so the copy of the second overlaps
-//!   the DMA of the first); a larger one wakes one helper per 512 KiB, up to the
-//!   buffer's copy threads. The caller starts at once, and helpers take the parts
-//!   that are left when they arrive (a parked thread on an idle core takes tens of
-//!   µs to run). A pipelined download wakes its helpers when it starts, so they are
-//!   up by the time its first chunk has landed.
-//! - After its last part a helper spins 50 µs (the next chunk of the same transfer,
-//!   the next transfer of a tight loop), then parks. So a frame loop's helpers cost
-//!   its frames' copies plus about 50 µs each, and nothing between frames.
+//! - After a gap (a frame loop), an upload under 512 KiB and a download under
+//!   2 MiB are copied by the caller alone (an upload of 64 KiB or more in two
+//!   halves, so the copy of the second overlaps the DMA of the first): a parked
+//!   thread on this host's idle cores takes 20-60 µs to run (median, bare threads),
+//!   longer than such a copy. A larger copy wakes one helper per 512 KiB, up to the
+//!   copy threads; the caller starts at once and the helpers take the parts left
+//!   when they arrive. A pipelined download wakes them when it starts.
+//! - A helper spins 50 µs after its part while more of the same transfer is
+//!   coming, and after the transfer's last part only in a tight loop; otherwise it
+//!   parks at once. Nothing of the pool runs between frames.
 //! - A buffer called in a tight loop (its third transfer or later with gaps under
-//!   200 µs) uses one helper per 128 KiB of copy from 64 KiB; from the eighth
-//!   transfer in a row a pipelined download's copy-out also flushes the pinned
-//!   lines it read, so the next DMA into them does not have to invalidate them in
-//!   the CPU caches. A download of up to 512 KiB with helpers hands them its
-//!   copy-out before it waits for its DMA: they prefetch their part of the
-//!   destination and copy the moment it lands (a helper still waiting after
-//!   100 µs, the download queued behind long work, hands its part back).
+//!   200 µs) uses one helper per 512 KiB of copy, at least one from 64 KiB. A
+//!   download of up to 512 KiB with helpers hands them its copy-out before it waits
+//!   for its DMA: they prefetch their part of the destination and copy the moment
+//!   it lands (a helper still waiting after 100 µs hands its part back).
+//! - No transfer enlists more helpers than the machine has idle cores (the kernel's
+//!   count of runnable threads, read at most every 10 ms): with every core busy a
+//!   helper only takes a core from the program's other threads, and the copy waits
+//!   for whoever the OS preempts.
 //! - [`StagingBuffer::set_low_latency`] keeps the buffer's helpers spinning between
 //!   transfers instead: **one core per helper, continuously**, while transfers keep
 //!   coming at least every 100 ms.
 //!
-//! Nothing is woken for transfers that copy nothing (`upload_with`,
-//! `download_into`). The measured CPU per frame of every path, beside its latency,
-//! is in the tables below.
+//! **CPU per frame**, measured on the 16-core H200 host (the full tables, with p50
+//! and p99 beside each CPU figure, are below; the driver is the faster of its
+//! pageable paths in the same run):
+//! - Frame loops (a 2 ms or 16 ms sleep, or 2 ms of computing, before each
+//!   transfer): `upload` / `download` spend 0.87-1.09 times the driver's CPU up to
+//!   196608 B, where they run at 0.89-1.13 times its speed, and 1.34-2.04 times its
+//!   CPU from 4 MiB, where they run 1.26-2.73 times faster (4915200 B uploaded after
+//!   a 2 ms sleep: 323 µs for 1000 µs of CPU, against the driver's 712 µs for
+//!   705 µs). `upload_with` / `download_into` spend 0.14-0.83 times the driver's
+//!   CPU. The pool this replaced spent 4.7-6.9 ms of CPU per frame at every size.
+//! - Back to back: 1.21-1.74 times the driver's CPU, 1.17-2.61 times its speed.
+//! - With a thread computing on every other core: within 0.76-1.15 times the
+//!   driver's CPU and 0.79-1.47 times its speed; the neighbours keep 0.92-1.05 of
+//!   their throughput (0.96-1.05 beside the driver).
+//! - Low-latency mode: 6.1-8.8 ms of CPU per frame at 500 frames/s and 49-52 ms at
+//!   60 frames/s, for 0.62-1.97 times the default's speed after a gap.
+//! - Above budget: downloads of 1 MiB after a gap cost 2.3-2.9 times the driver's
+//!   CPU at 0.81-0.98 times its speed in that run; they now copy out on the caller
+//!   alone (a probe after it: 1.03 times the speed for 0.97 times the CPU after a
+//!   2 ms sleep, 0.78 times for 1.30 times after 16 ms).
 //!
 //! # Stream semantics
 //!

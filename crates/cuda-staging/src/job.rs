@@ -108,7 +108,7 @@ impl<D: Copy> Job<D> {
     }
 
     /// Parts of the current publication claimed so far.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn claimed(&self) -> usize {
         (self.claim.load(Ordering::Acquire) & FIELD_MASK) as usize
     }

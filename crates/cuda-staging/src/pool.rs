@@ -239,7 +239,7 @@ impl Pool {
 
     /// A pool with `workers` workers started (for tests; the process-wide one
     /// starts through [`global`]). Stop it with [`Pool::stop`].
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn start(workers: usize) -> std::io::Result<Arc<Pool>> {
         let pool = Pool::new(workers, workers);
         match pool.grow() {
@@ -283,7 +283,7 @@ impl Pool {
     }
 
     /// Stops every worker and joins it (for pools other than the process-wide one).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn stop(&self) {
         self.shutdown.store(true, Ordering::SeqCst);
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|e| e.into_inner()));

@@ -71,13 +71,10 @@ pub(crate) struct Copier<'a> {
     /// Pool helpers each copy enlists: free ones that are awake first, then parked
     /// ones it wakes.
     helpers: usize,
-    /// How long a helper spins after a part of this copy, for the next one.
-    linger_ns: u64,
-    /// The same after the transfer's last copy: 0 after a gap (nothing more is
-    /// coming soon), `tuning::LINGER` in a tight loop.
-    end_linger_ns: u64,
-    /// Parts per thread taking part ([`Share::parts_per_thread`]).
-    parts_per_thread: usize,
+    /// Transfers come back to back (or low-latency mode keeps helpers awake).
+    hot: bool,
+    /// This is the transfer's last copy ([`Copier::last`]).
+    last: bool,
 }
 
 impl Copier<'static> {
@@ -87,9 +84,8 @@ impl Copier<'static> {
             pool: None,
             threads: 1,
             helpers: 0,
-            linger_ns: 0,
-            end_linger_ns: 0,
-            parts_per_thread: 1,
+            hot: false,
+            last: false,
         }
     }
 
@@ -124,21 +120,12 @@ impl Copier<'static> {
         };
         // The pool's own spinning helpers count as running, but are free to help.
         helpers = helpers.min(pool.idle_cores() + pool.awake());
-        let linger = crate::tuning::linger_ns();
         Copier {
             pool: Some(pool),
             threads,
             helpers,
-            linger_ns: linger,
-            end_linger_ns: if hot { linger } else { 0 },
-            // Helpers woken for this transfer arrive tens of µs late: small parts
-            // leave them work. Spinning ones take theirs at once, and each part
-            // claimed is a cache line passed between cores.
-            parts_per_thread: if hot {
-                1
-            } else {
-                crate::tuning::parts_per_thread()
-            },
+            hot,
+            last: false,
         }
     }
 }
@@ -152,14 +139,7 @@ impl<'a> Copier<'a> {
     /// The same, for the transfer's last copy when `last` (helpers park after it
     /// unless transfers come back to back).
     pub(crate) fn last(self, last: bool) -> Copier<'a> {
-        if last {
-            Copier {
-                linger_ns: self.end_linger_ns,
-                ..self
-            }
-        } else {
-            self
-        }
+        Copier { last, ..self }
     }
 
     /// Wakes the helpers this transfer's copies will want now, ahead of its first
@@ -247,8 +227,21 @@ impl<'a> Copier<'a> {
         Share {
             threads,
             helpers: self.helpers.min(threads - 1),
-            linger_ns: self.linger_ns,
-            parts_per_thread: self.parts_per_thread,
+            // Helpers linger for the next copy of this transfer, and after its last
+            // one only when the next transfer is coming right away.
+            linger_ns: if self.last && !self.hot {
+                0
+            } else {
+                crate::tuning::linger_ns()
+            },
+            // Helpers woken for this transfer arrive tens of µs late: small parts
+            // leave them work. Spinning ones take theirs at once, and each part
+            // claimed is a cache line passed between cores.
+            parts_per_thread: if self.hot {
+                1
+            } else {
+                crate::tuning::parts_per_thread()
+            },
         }
     }
 

@@ -3,6 +3,9 @@
 //! call of about half a µs, made when a worker parks); elsewhere there is no
 //! reading and the pool reports none.
 
+/// Whether this platform has the per-thread CPU clock [`thread_cpu_ns`] reads.
+pub(crate) const AVAILABLE: bool = cfg!(unix);
+
 /// CPU time the calling thread has used, in nanoseconds; `None` where the platform
 /// has no per-thread CPU clock.
 pub(crate) fn thread_cpu_ns() -> Option<u64> {

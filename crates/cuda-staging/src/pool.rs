@@ -31,20 +31,20 @@
 //! Nothing allocates and no thread starts per transfer.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::thread::{JoinHandle, Thread};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::copy::CopyKind;
-use crate::cpu_clock::thread_cpu_ns;
 use crate::job::{Job, MAX_PARTS};
 use crate::prefetch::prefetch_for_write;
-use crate::sync::{fence, spin_hint, AtomicU64, Ordering};
+use crate::sync::{fence, Ordering};
 
 mod control;
 mod gate;
 mod idle;
 mod mailbox;
+mod worker;
 
 pub(crate) use control::{existing, global};
 pub use control::{
@@ -53,7 +53,8 @@ pub use control::{
 };
 use gate::{AtGate, Gate};
 use idle::IdleCores;
-use mailbox::{Mailbox, Offer};
+use mailbox::Offer;
+use worker::WorkerState;
 
 /// Concurrent copies the pool takes; more copy on their own thread alone.
 const MAX_JOBS: usize = 32;
@@ -61,8 +62,6 @@ const MAX_JOBS: usize = 32;
 const PART_ALIGN: usize = 4096;
 /// The smallest part: about a µs of copying, against a claim of tens of ns.
 const PART_MIN_BYTES: usize = 16 << 10;
-/// A spinning worker reads its CPU clock (a system call) at most this often.
-const CPU_READ_NS: u64 = 1_000_000;
 
 /// How a copy is shared out: over up to `threads` threads, the caller included,
 /// `helpers` of them pool workers (free ones that are awake first, then parked ones
@@ -145,51 +144,6 @@ impl CopyDesc {
     fn prefetch_part(&self, i: usize) {
         let off = i * self.per;
         prefetch_for_write(self.dst.wrapping_add(off), self.per.min(self.len - off));
-    }
-}
-
-/// A worker's state, as others see it.
-#[repr(align(128))]
-struct WorkerState {
-    /// Where publishers enlist the worker, and its "about to park" flag.
-    mailbox: Mailbox,
-    /// Nanoseconds (pool clock) until which the worker spins even without work: a
-    /// pipelined download's early wake-up, or low-latency mode ([`Pool::heat`]).
-    hot_until: AtomicU64,
-    /// Times the worker came back from parking.
-    wakes: AtomicU64,
-    /// Parts of other threads' copies the worker copied.
-    parts: AtomicU64,
-    /// The worker's CPU time in nanoseconds, as of its last look at its clock
-    /// (when it parks, and every [`CPU_READ_NS`] while it spins).
-    cpu_ns: AtomicU64,
-    thread: OnceLock<Thread>,
-}
-
-impl WorkerState {
-    fn new() -> WorkerState {
-        WorkerState {
-            mailbox: Mailbox::new(),
-            hot_until: AtomicU64::new(0),
-            wakes: AtomicU64::new(0),
-            parts: AtomicU64::new(0),
-            cpu_ns: AtomicU64::new(0),
-            thread: OnceLock::new(),
-        }
-    }
-
-    /// Unparks the worker's thread (once it has started).
-    fn unpark(&self) {
-        if let Some(t) = self.thread.get() {
-            t.unpark();
-        }
-    }
-
-    /// Stores the worker's CPU time; called on the worker's own thread.
-    fn record_cpu(&self) {
-        if let Some(ns) = thread_cpu_ns() {
-            self.cpu_ns.store(ns, Ordering::Relaxed);
-        }
     }
 }
 
@@ -505,74 +459,6 @@ impl Pool {
                 }
             }
         }
-    }
-
-    fn worker(&self, i: usize) {
-        let me = &self.workers[i];
-        // Spin until then for more work (pool clock): the linger of the last copy
-        // helped with.
-        let mut linger_until = 0;
-        let mut cpu_read = self.now_ns();
-        loop {
-            if self.shutdown.load(Ordering::Acquire) {
-                me.record_cpu();
-                return;
-            }
-            if let Some(j) = me.mailbox.take() {
-                let linger = self.help(me, j);
-                me.mailbox.clear();
-                linger_until = self.now_ns() + linger;
-                continue;
-            }
-            let now = self.now_ns();
-            let spin_until = linger_until.max(me.hot_until.load(Ordering::Acquire));
-            if now < spin_until {
-                if now - cpu_read >= CPU_READ_NS {
-                    me.record_cpu();
-                    cpu_read = now;
-                }
-                // Watch the mailbox between pauses.
-                for _ in 0..64 {
-                    if me.mailbox.take().is_some() {
-                        break;
-                    }
-                    spin_hint();
-                }
-                continue;
-            }
-            me.record_cpu();
-            self.awake.fetch_sub(1, Ordering::Relaxed);
-            // `announce_sleep` fails if an offer came in first (see `mailbox.rs`),
-            // and `hot_until` is read after it (both SeqCst, as `heat`'s), so
-            // neither an offer nor an early wake-up in between is missed.
-            if me.mailbox.announce_sleep()
-                && me.hot_until.load(Ordering::SeqCst) <= now
-                && !self.shutdown.load(Ordering::SeqCst)
-            {
-                std::thread::park();
-                me.wakes.fetch_add(1, Ordering::Relaxed);
-            }
-            self.awake.fetch_add(1, Ordering::Relaxed);
-            me.mailbox.woke();
-            linger_until = self.now_ns();
-            cpu_read = linger_until;
-        }
-    }
-
-    /// Runs every part of job `j` worker `me` can claim; returns how long to linger
-    /// after it (the copy's [`Share::linger_ns`]; 0 when nothing was left to claim).
-    fn help(&self, me: &WorkerState, j: usize) -> u64 {
-        let job = &self.jobs[j];
-        let mut linger = 0;
-        while let Some((k, d)) = job.claim() {
-            // SAFETY: a claimed part of a live publication: its publisher keeps the
-            // ranges valid until it sees the part finished.
-            unsafe { d.run_part(k, &self.gates[j], true) };
-            job.finish_part();
-            me.parts.fetch_add(1, Ordering::Relaxed);
-            linger = d.linger_ns;
-        }
-        linger
     }
 }
 

@@ -132,7 +132,7 @@ pub fn pool_stats() -> PoolStats {
     let Some(p) = GLOBAL.get() else {
         return PoolStats {
             threads: pool_threads(),
-            cpu_time: crate::cpu_clock::thread_cpu_ns().map(|_| Duration::ZERO),
+            cpu_time: crate::cpu_clock::AVAILABLE.then_some(Duration::ZERO),
             ..PoolStats::default()
         };
     };
@@ -160,7 +160,7 @@ impl Pool {
                 .iter()
                 .map(|w| w.parts.load(Ordering::Relaxed))
                 .sum(),
-            cpu_time: crate::cpu_clock::thread_cpu_ns().map(|_| Duration::from_nanos(cpu_ns)),
+            cpu_time: crate::cpu_clock::AVAILABLE.then(|| Duration::from_nanos(cpu_ns)),
         }
     }
 }

@@ -25,6 +25,7 @@
 pub mod batch;
 pub mod cpu;
 pub mod device;
+pub mod log_tables;
 pub mod loops;
 pub mod report;
 pub mod stages;
@@ -175,7 +176,11 @@ impl PipelineResults {
         let batch = self.batch_records();
         let mut out = String::new();
         if let Some(stages) = &self.stages {
-            out.push_str(&report::pipeline_table(stages, self.scratch_bytes, &fps));
+            out.push_str(&log_tables::pipeline_table(
+                stages,
+                self.scratch_bytes,
+                &fps,
+            ));
         }
         if let Some(s) = &self.staging_stats {
             out.push_str(&format!(
@@ -196,8 +201,8 @@ impl PipelineResults {
                 down.allocations
             ));
         }
-        out.push_str(&report::batch_table(&batch));
-        out.push_str(&report::targets_table(&report::targets(&fps, &batch)));
+        out.push_str(&log_tables::batch_table(&batch));
+        out.push_str(&log_tables::targets_table(&report::targets(&fps, &batch)));
         out
     }
 }

@@ -239,7 +239,10 @@ impl StagingBuffer {
     /// own path; otherwise a page-locked `src` is DMA'd straight from; otherwise
     /// transfers up to [`StagingBuffer::stage_max_bytes`] are staged (a multi-threaded
     /// non-temporal host copy, pipelined against the DMA) and larger ones go to the
-    /// driver's pageable path. Every route is ordered on `stream` the same way.
+    /// driver's pageable path. An upload that follows a gap and that the calling
+    /// thread would copy alone goes to the driver's path too, as fast there
+    /// ([`StagingBuffer::set_driver_after_gap`]). Every route is ordered on `stream`
+    /// the same way.
     pub fn upload<T: StagingPod>(
         &mut self,
         dst: &mut DeviceBuffer<T>,
@@ -281,10 +284,25 @@ impl StagingBuffer {
         self.begin_transfer();
         let direction = leg.direction();
         let (host, bytes) = leg.host();
-        let route = self.routing.route(stream.context(), direction, host, bytes);
-        let r = match route {
-            Route::Driver | Route::PageLocked => leg.driver_copy(stream),
-            Route::Staged => self.staged(leg, stream),
+        let mut route = self.routing.route(stream.context(), direction, host, bytes);
+        let mut copier = None;
+        if route == Route::Staged {
+            let c = self.copier(bytes, direction);
+            // After a gap, what the caller would copy alone the driver copies as fast.
+            if self.routing.driver_after_gap
+                && !self.low_latency
+                && self.burst.follows_gap()
+                && c.helpers() == 0
+                && crate::tuning::driver_after_gap(bytes, direction)
+            {
+                route = Route::Driver;
+            } else {
+                copier = Some(c);
+            }
+        }
+        let r = match (route, copier) {
+            (Route::Staged, Some(copier)) => self.staged(leg, stream, copier),
+            _ => leg.driver_copy(stream),
         };
         self.finish_transfer();
         r?;
@@ -301,7 +319,7 @@ impl StagingBuffer {
     }
 
     /// Through the pinned window, pipelined per [`Plan`].
-    fn staged(&mut self, leg: Leg<'_>, stream: &Stream) -> Result<()> {
+    fn staged(&mut self, leg: Leg<'_>, stream: &Stream, copier: Copier<'static>) -> Result<()> {
         let direction = leg.direction();
         let (_, bytes) = leg.host();
         let ctx = stream.context();
@@ -311,7 +329,6 @@ impl StagingBuffer {
             PIPELINE_WINDOW_BYTES
         };
         self.grow(want, PIPELINE_WINDOW_BYTES, ctx)?;
-        let copier = self.copier(bytes, direction);
         // No helper: the caller copies alone, mid-size uploads in two halves (see
         // `Plan`).
         let solo = copier.helpers() == 0;
@@ -356,8 +373,13 @@ impl StagingBuffer {
     /// parked helpers only where they pay (`tuning::helpers_to_wake`; as in a tight
     /// loop when low-latency mode keeps them hot).
     pub(crate) fn copier(&self, copy_bytes: usize, direction: Direction) -> Copier<'static> {
-        let hot = self.low_latency || self.burst.back_to_back();
-        Copier::for_transfer(self.copy_threads, copy_bytes, direction, hot)
+        Copier::for_transfer(self.copy_threads, copy_bytes, direction, self.hot())
+    }
+
+    /// Whether the transfer starting now comes back to back with this buffer's
+    /// previous ones, or low-latency mode keeps the helpers awake.
+    fn hot(&self) -> bool {
+        self.low_latency || self.burst.back_to_back()
     }
 
     /// After a transfer: note when it ended; in low-latency mode, keep the helpers

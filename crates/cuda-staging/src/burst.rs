@@ -20,14 +20,16 @@ pub(crate) struct Burst {
     last_end: Option<Instant>,
     /// Transfers in the current burst, the one starting now included.
     in_burst: u32,
+    /// The transfer starting now follows an earlier one by at least [`BURST_GAP`].
+    follows_gap: bool,
 }
 
 impl Burst {
     /// A transfer starts at `now`.
     pub(crate) fn start(&mut self, now: Instant) {
-        let same_burst = self
-            .last_end
-            .is_some_and(|end| now.saturating_duration_since(end) < BURST_GAP);
+        let gap = self.last_end.map(|end| now.saturating_duration_since(end));
+        let same_burst = gap.is_some_and(|g| g < BURST_GAP);
+        self.follows_gap = gap.is_some_and(|g| g >= BURST_GAP);
         self.in_burst = if same_burst {
             self.in_burst.saturating_add(1)
         } else {
@@ -38,6 +40,13 @@ impl Burst {
     /// The transfer that started last ended at `now`.
     pub(crate) fn end(&mut self, now: Instant) {
         self.last_end = Some(now);
+    }
+
+    /// Whether the transfer starting now follows an earlier transfer of this buffer
+    /// after a gap of at least [`BURST_GAP`] (not the buffer's first transfer, and
+    /// not one of a burst).
+    pub(crate) fn follows_gap(&self) -> bool {
+        self.follows_gap
     }
 
     /// Whether the transfer starting now is one of a run of back-to-back transfers
@@ -59,9 +68,11 @@ mod tests {
         // A frame: upload, then download 20 µs after it ended.
         a.start(us(0));
         assert!(!a.back_to_back());
+        assert!(!a.follows_gap(), "the first transfer follows nothing");
         a.end(us(30));
         a.start(us(50));
         assert!(!a.back_to_back(), "a frame's second transfer wakes nobody");
+        assert!(!a.follows_gap());
         a.end(us(80));
         // A third one right after: a tight loop.
         a.start(us(90));
@@ -75,5 +86,13 @@ mod tests {
         // After a gap longer than a burst, the count starts over.
         a.start(us(2_120));
         assert!(!a.back_to_back());
+        assert!(a.follows_gap());
+        a.end(us(2_150));
+        // A gap of exactly the burst gap is a gap; just under it is not.
+        a.start(us(2_350));
+        assert!(a.follows_gap());
+        a.end(us(2_400));
+        a.start(us(2_599));
+        assert!(!a.follows_gap());
     }
 }

@@ -79,6 +79,9 @@ pub(crate) enum Route {
 pub(crate) struct Routing {
     pub(crate) min: PerDirection<usize>,
     pub(crate) max: PerDirection<usize>,
+    /// After a gap, transfers the caller would copy alone go to the driver
+    /// (`StagingBuffer::set_driver_after_gap`).
+    pub(crate) driver_after_gap: bool,
     memo: PerDirection<LockMemo>,
 }
 
@@ -100,6 +103,7 @@ impl Default for Routing {
         Routing {
             min: DEFAULT_STAGE_MIN_BYTES,
             max: PerDirection::both(usize::MAX),
+            driver_after_gap: true,
             memo: PerDirection::default(),
         }
     }

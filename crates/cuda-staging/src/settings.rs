@@ -15,14 +15,15 @@ impl StagingBuffer {
         self.routing.max.upload.min(self.routing.max.download)
     }
 
-    /// Sets the routing threshold for both directions and clears the lower bounds:
-    /// afterwards transfers of at most `bytes` are staged and larger ones go to the
+    /// Sets the routing threshold for both directions and clears the lower bounds
+    /// (and [`StagingBuffer::driver_after_gap`]): afterwards transfers of at most `bytes` are staged and larger ones go to the
     /// driver's pageable path, exactly as the seed describes. `0` sends every
     /// non-empty convenience transfer to the driver; `usize::MAX` stages all.
     /// [`crate::DEFAULT_AUTO_STAGE_MAX_BYTES`] restores the seed's routing.
     pub fn set_auto_stage_max_bytes(&mut self, bytes: usize) {
         self.routing.max = PerDirection::both(bytes);
         self.routing.min = PerDirection::both(0);
+        self.routing.driver_after_gap = false;
     }
 
     /// The lower routing bound of one direction: `upload` / `download` of fewer
@@ -53,6 +54,26 @@ impl StagingBuffer {
     /// Sets the routing threshold of one direction.
     pub fn set_stage_max_bytes(&mut self, direction: Direction, bytes: usize) {
         self.routing.max.set(direction, bytes);
+    }
+
+    /// Whether `upload` / `download` hand a transfer to the driver's pageable path
+    /// when it follows this buffer's previous transfer after a gap (200 µs or more;
+    /// never the buffer's first transfer, which pins its memory) and the calling
+    /// thread would copy it alone (no pool helper would take part; not in
+    /// low-latency mode).
+    /// Only uploads: there the driver's own chunked copy is as fast as the caller's
+    /// copy into pinned memory, which only adds the pinned round trip, while
+    /// downloads after a gap are faster staged. On by default.
+    pub fn driver_after_gap(&self) -> bool {
+        self.routing.driver_after_gap
+    }
+
+    /// Turns [`StagingBuffer::driver_after_gap`] routing on or off. Off, every
+    /// transfer the routing bounds stage is staged, however long the gap before it
+    /// (for measuring or testing the staged path itself, or a host where staging
+    /// wins after gaps too).
+    pub fn set_driver_after_gap(&mut self, on: bool) {
+        self.routing.driver_after_gap = on;
     }
 
     /// Threads (the calling one included) that share a large host copy.

@@ -208,7 +208,7 @@ impl Outputs {
 /// Three rounds of the four outputs through `StagingBuffer::download_batch`.
 fn download_four(batch_api: bool) {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     staging.set_batch_api(batch_api);
     assert_eq!(staging.batch_api(), batch_api);
     let mut out = Outputs::new();
@@ -322,7 +322,7 @@ fn the_ring_downloads_a_batch_for_one_ticket() {
 
 fn upload_three(batch_api: bool) {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     staging.set_batch_api(batch_api);
     // Parts of whole multiples of 256 bytes but the last: no gaps in the region.
     let (n_i, n_f, n_d) = (1024, 150_528 / 4, 777);
@@ -505,7 +505,7 @@ fn a_batch_upload_lands_after_work_queued_before_it() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_17th_part_is_refused_and_the_16_go_through() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let mut ring = StagingRing::new();
     let step = 100;
 
@@ -572,7 +572,7 @@ fn a_17th_part_is_refused_and_the_16_go_through() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_part_past_its_buffer_is_refused_and_changes_nothing() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let len = 4096;
     let s = seed();
     let floats = device_with::<f32>(len, s);
@@ -643,7 +643,7 @@ fn a_part_past_its_buffer_is_refused_and_changes_nothing() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_part_of_another_batch_is_refused() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let mut ring = StagingRing::new();
     let s = seed();
     let d = device_with::<u32>(1024, s);
@@ -673,7 +673,7 @@ fn a_part_of_another_batch_is_refused() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn an_empty_batch_does_nothing() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let mut ring = StagingRing::new();
     let d = device_with::<f32>(100, seed());
 
@@ -705,7 +705,7 @@ fn an_empty_batch_does_nothing() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_part_of_zero_elements_reads_as_an_empty_slice() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let mut ring = StagingRing::new();
     let s = seed();
     let d = device_with::<f32>(100, s);
@@ -826,7 +826,7 @@ fn odd_sizes(staging: &mut StagingBuffer, ring: &mut StagingRing, stream: &Strea
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn parts_of_odd_sizes_land_intact() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let mut ring = StagingRing::new();
     odd_sizes(&mut staging, &mut ring, &stream);
     let st = staging.stats();
@@ -838,7 +838,7 @@ fn parts_of_odd_sizes_land_intact() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn batch_counters_add_the_parts_bytes_not_the_gaps_between_them() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let mut ring = StagingRing::new();
     odd_sizes(&mut staging, &mut ring, &stream);
     // "Bytes moved": the parts' bytes. The region's gaps (it is 7425 bytes for

@@ -95,10 +95,10 @@ fn integrity<T: Pattern>() {
     let (_ctx, stream) = gpu();
     let ty = std::any::type_name::<T>();
     let sz = size_of::<T>();
-    let mut fast = StagingBuffer::new();
-    let mut stage_all = StagingBuffer::new();
+    let mut fast = staged_buffer();
+    let mut stage_all = staged_buffer();
     assert_eq!(stage_all.auto_stage_max_bytes(), usize::MAX);
-    let mut seed_routing = StagingBuffer::new();
+    let mut seed_routing = staged_buffer();
     seed_routing.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES);
     assert_eq!(
         seed_routing.auto_stage_max_bytes(),
@@ -272,12 +272,12 @@ fn chunk_boundaries(threads: usize, chunk: usize) {
     let (_ctx, stream) = gpu();
     // One buffer reused over growing sizes, and a fresh one per size (a window of
     // exactly the rounded size).
-    let mut reused = StagingBuffer::new();
+    let mut reused = staged_buffer();
     reused.set_copy_threads(threads);
     reused.set_pipeline_chunk_bytes(chunk);
     assert_eq!(reused.copy_threads(), threads);
     assert_eq!(reused.pipeline_chunk_bytes(), chunk);
-    let mut fast = StagingBuffer::new();
+    let mut fast = staged_buffer();
     fast.set_copy_threads(threads);
     // Stage every size here, small uploads too: this test is about the copy paths.
     reused.set_stage_min_bytes(Direction::HostToDevice, 0);
@@ -286,7 +286,7 @@ fn chunk_boundaries(threads: usize, chunk: usize) {
     for bytes in BOUNDARY_BYTES {
         let what = format!("{bytes} B, {threads} copy thread(s), chunk {chunk}");
         let mut dev = device_with::<u8>(bytes, seed());
-        let mut fresh = StagingBuffer::new();
+        let mut fresh = staged_buffer();
         fresh.set_copy_threads(threads);
         fresh.set_pipeline_chunk_bytes(chunk);
         fresh.set_stage_min_bytes(Direction::HostToDevice, 0);
@@ -359,7 +359,7 @@ fn ring_reuse_with_a_window_larger_than_the_default() {
     // upload_with grows the buffer past the convenience window; the convenience path
     // then uses all of it, with a different chunk/slot plan.
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let big = 12 * MIB + 5;
     let mut dev = device_with::<u8>(big, seed());
     staging
@@ -389,7 +389,7 @@ fn ring_reuse_with_a_window_larger_than_the_default() {
 fn unaligned_host_slices_upload_and_download() {
     let (_ctx, stream) = gpu();
     for threads in [1, 4] {
-        let mut staging = StagingBuffer::new();
+        let mut staging = staged_buffer();
         staging.set_copy_threads(threads);
         for bytes in [
             4 * KIB + 3,
@@ -449,7 +449,7 @@ fn download_sees_queued_work(route: OrderRoute, bytes: usize) {
     let (ctx, stream) = gpu();
     let what = format!("download {route:?} {bytes} B");
     let mut busy = Busy::new();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     if let OrderRoute::Pageable = route {
         staging.set_auto_stage_max_bytes(0);
     }
@@ -518,7 +518,7 @@ fn upload_lands_after_queued_work(route: OrderRoute, bytes: usize) {
     let (ctx, stream) = gpu();
     let what = format!("upload {route:?} {bytes} B");
     let mut busy = Busy::new();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     if let OrderRoute::Pageable = route {
         staging.set_auto_stage_max_bytes(0);
     }
@@ -704,7 +704,7 @@ fn ordering_on_both_sides_of_every_routing_bound() {
     let mut busy = Busy::new();
     let mut case = 0u8;
     for routing in [Routing::Default, Routing::Seed, Routing::Chunk64K] {
-        let mut staging = StagingBuffer::new();
+        let mut staging = staged_buffer();
         match routing {
             Routing::Default => {}
             Routing::Seed => staging.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES),
@@ -810,8 +810,8 @@ fn prefix_case(label: &str, staging: &mut StagingBuffer, stream: &Stream, len: u
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn prefix_transfers_leave_the_rest_untouched() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
-    let mut pageable = StagingBuffer::new();
+    let mut staging = staged_buffer();
+    let mut pageable = staged_buffer();
     pageable.set_auto_stage_max_bytes(0);
     // (len, n): single piece, pipelined, pipelined past the window, one element.
     for (len, n) in [
@@ -830,7 +830,7 @@ fn prefix_transfers_leave_the_rest_untouched() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn prefix_from_a_page_locked_slice_leaves_the_rest_untouched() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let (len, n) = (1_228_800, 37_632);
     let sentinel = seed();
     let mut dev = device_with::<f32>(len, sentinel);
@@ -861,7 +861,7 @@ fn prefix_from_a_page_locked_slice_leaves_the_rest_untouched() {
 fn pinned_buffer_slices_are_dmad_directly() {
     let (_ctx, stream) = gpu();
     for threshold in [usize::MAX, DEFAULT_AUTO_STAGE_MAX_BYTES, 0] {
-        let mut staging = StagingBuffer::new();
+        let mut staging = staged_buffer();
         staging.set_auto_stage_max_bytes(threshold);
         for bytes in [4, 150_528, 4_915_200, 17 * MIB] {
             let n = bytes / 4;
@@ -911,7 +911,7 @@ fn pinned_buffer_slices_are_dmad_directly() {
 fn host_registration_slices_are_dmad_directly() {
     let (ctx, stream) = gpu();
     for threshold in [usize::MAX, 0] {
-        let mut staging = StagingBuffer::new();
+        let mut staging = staged_buffer();
         staging.set_auto_stage_max_bytes(threshold);
         for bytes in [150_528, 4_915_200] {
             let n = bytes / 4;
@@ -961,7 +961,7 @@ fn interior_slices_of_page_locked_memory_are_dmad_directly() {
     // A slice that starts inside a page-locked allocation (not at its start) is still
     // page-locked memory.
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     // 37 KB uploads would go to the driver by default; route them by source here.
     staging.set_stage_min_bytes(Direction::HostToDevice, 0);
     let n = 37_632;
@@ -1084,7 +1084,7 @@ fn round_trip_slice(
 
     let s = seed();
     fill_pattern(&mut region[range.clone()], s);
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     staging
         .upload(&mut dev, &region[range.clone()], stream)
         .expect(what);
@@ -1102,7 +1102,7 @@ fn round_trip_slice(
     set_device(&mut dev, s);
     let outside = seed();
     fill_pattern(region, outside);
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     staging
         .download(&mut region[range.clone()], &dev, stream)
         .expect(what);
@@ -1190,7 +1190,7 @@ fn page_locked_detection_follows_the_registration() {
         };
 
     let mut pinned = PinnedBuffer::<f32>::alloc(n).expect("PinnedBuffer::alloc");
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     transfer(&mut staging, &mut pinned, &mut dev, "PinnedBuffer");
     assert_eq!(
         staging.stats().pinned_source_transfers,
@@ -1205,7 +1205,7 @@ fn page_locked_detection_follows_the_registration() {
     );
 
     let (mut v, off) = registrable::<f32>(n);
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     transfer(&mut staging, &mut v[off..off + n], &mut dev, "a Vec");
     assert_eq!(
         staging.stats().staged_transfers,
@@ -1218,7 +1218,7 @@ fn page_locked_detection_follows_the_registration() {
         let what = format!("a registered Vec, round {round}");
         let mut reg =
             HostRegistration::new(&ctx, &mut v[off..off + n]).expect("HostRegistration::new");
-        let mut staging = StagingBuffer::new();
+        let mut staging = staged_buffer();
         transfer(&mut staging, &mut reg, &mut dev, &what);
         assert_eq!(
             staging.stats().pinned_source_transfers,
@@ -1230,7 +1230,7 @@ fn page_locked_detection_follows_the_registration() {
 
         // Once unregistered (and registrable again, next round), it is pageable.
         let what = format!("the same Vec unregistered, round {round}");
-        let mut staging = StagingBuffer::new();
+        let mut staging = staged_buffer();
         transfer(&mut staging, &mut v[off..off + n], &mut dev, &what);
         assert_eq!(
             staging.stats().staged_transfers,
@@ -1244,7 +1244,7 @@ fn page_locked_detection_follows_the_registration() {
     // A buffer that saw the memory registered may remember that answer for a while
     // (routing.rs keeps the last answer per direction): the driver's copy it then
     // uses handles pageable memory too, so the data must arrive either way.
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     {
         let mut reg =
             HostRegistration::new(&ctx, &mut v[off..off + n]).expect("HostRegistration::new");
@@ -1317,7 +1317,7 @@ fn seed_shape_buffers() -> Vec<DeviceBuffer<f32>> {
 fn steady_frames_allocate_only_while_growing() {
     let (_ctx, stream) = gpu();
     let mut devs = seed_shape_buffers();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
 
     seed_frame(&mut staging, &mut devs, &stream, 0);
     // The growth policy (at least the request, at least 1.5x, rounded up to 64 KiB):
@@ -1354,6 +1354,7 @@ fn largest_shape_first_or_with_capacity_allocates_once() {
 
     // with_capacity(largest) then the loop: exactly one allocation, ever.
     let mut staging = StagingBuffer::with_capacity(4_915_200).expect("with_capacity");
+    staging.set_driver_after_gap(false);
     assert_eq!(staging.stats().allocations, 1);
     let cap = staging.capacity();
     assert!(cap >= 4_915_200);
@@ -1364,7 +1365,7 @@ fn largest_shape_first_or_with_capacity_allocates_once() {
     assert_eq!(staging.capacity(), cap);
 
     // A fresh buffer whose first transfer is the largest shape: also one.
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     devs.reverse();
     for frame in 0..30 {
         seed_frame(&mut staging, &mut devs, &stream, frame);
@@ -1376,7 +1377,7 @@ fn largest_shape_first_or_with_capacity_allocates_once() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn growth_happens_only_on_a_larger_size_and_shrink_repins() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     assert_eq!(staging.capacity(), 0);
 
     let round_trip = |staging: &mut StagingBuffer, n: usize| {
@@ -1453,7 +1454,7 @@ fn growth_happens_only_on_a_larger_size_and_shrink_repins() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn convenience_path_streams_64_mib_through_its_window() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let n = 16 * MIB; // f32: 64 MiB
     let mut dev = DeviceBuffer::<f32>::alloc(n).expect("alloc");
     let mut allocations = None;
@@ -1494,7 +1495,7 @@ fn convenience_path_never_pins_more_than_its_window() {
     // convenience path grows to". Growing from 6 MiB for a transfer just under the
     // window must not overshoot it by the 1.5x growth factor.
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     for bytes in [
         6 * MIB,
         PIPELINE_WINDOW_BYTES - 1,
@@ -1531,7 +1532,7 @@ fn convenience_path_never_pins_more_than_its_window() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn bad_input_is_an_error_and_changes_nothing() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let len = 1000;
     let mut dev = DeviceBuffer::<f32>::alloc(len).expect("alloc");
     // Some history first, so there is something to leave unchanged.
@@ -1639,7 +1640,7 @@ fn bad_input_is_an_error_and_changes_nothing() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn zero_elements_succeed_and_do_nothing() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let sentinel = seed();
     let mut dev = device_with::<f32>(100, sentinel);
     let mut empty_dev = DeviceBuffer::<f32>::alloc(0).expect("alloc(0)");
@@ -1672,7 +1673,7 @@ fn zero_elements_succeed_and_do_nothing() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn failed_reserve_leaves_the_old_buffer_usable() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     staging.reserve(MIB).expect("reserve 1 MiB");
     let cap0 = staging.capacity();
     assert!(cap0 >= MIB);
@@ -1719,7 +1720,7 @@ fn failed_reserve_leaves_the_old_buffer_usable() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn panic_inside_fill_leaves_the_buffer_usable() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let n = 1_228_800;
     let sentinel = seed();
     let mut dev = device_with::<f32>(n, sentinel);
@@ -1780,7 +1781,7 @@ fn panic_inside_fill_leaves_the_buffer_usable() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn calibrate_measures_both_directions_and_keeps_counters() {
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let n = 37_632;
     let mut dev = DeviceBuffer::<f32>::alloc(n).expect("alloc");
     staging
@@ -1893,7 +1894,7 @@ fn eight_threads_each_with_its_own_stream_and_buffer() {
                     // Nothing is bound on this thread: every call enters the context
                     // of its stream or buffer.
                     let stream = Stream::new(&ctx).expect("Stream::new");
-                    let mut staging = StagingBuffer::new();
+                    let mut staging = staged_buffer();
                     if t % 2 == 1 {
                         staging.set_copy_threads(2);
                     }
@@ -1954,7 +1955,7 @@ fn eight_threads_each_with_its_own_stream_and_buffer() {
 fn a_buffer_moved_to_another_thread_keeps_working() {
     let (ctx, stream) = gpu();
     let n = 1_228_800;
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let mut dev = device_with::<f32>(n, seed());
     let s = seed();
     staging
@@ -2052,7 +2053,7 @@ fn two_buffers_transferring_at_the_same_time_both_land_intact() {
                             &own
                         };
                         let who = format!("thread {t}, one stream: {one_stream}");
-                        let mut staging = StagingBuffer::new();
+                        let mut staging = staged_buffer();
                         staging.set_copy_threads(default_copy_threads().max(2));
                         if t == 0 {
                             round_trips_in_step::<u8>(
@@ -2098,7 +2099,7 @@ fn copy_threads_stay_bounded_with_eight_concurrent_buffers() {
     // Start the pool (if no other test did): a staged copy that wants helpers.
     let n = 4 * MIB;
     let mut dev = DeviceBuffer::<u8>::alloc(n).expect("alloc");
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     staging.set_copy_threads(copy_threads);
     let s = seed();
     staging
@@ -2132,7 +2133,7 @@ fn copy_threads_stay_bounded_with_eight_concurrent_buffers() {
                 scope.spawn(move || {
                     let _member = together.member();
                     let stream = Stream::new(ctx).expect("Stream::new");
-                    let mut staging = StagingBuffer::new();
+                    let mut staging = staged_buffer();
                     staging.set_copy_threads(copy_threads);
                     round_trips_in_step::<u8>(
                         &format!("buffer {t} of 8"),

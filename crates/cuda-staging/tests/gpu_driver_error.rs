@@ -14,7 +14,7 @@
 mod common;
 
 use common::*;
-use cuda_staging::{DeviceBuffer, PinnedBuffer, StagingBuffer};
+use cuda_staging::{DeviceBuffer, PinnedBuffer};
 
 /// An address that is no device allocation.
 const BAD_DEVICE_PTR: u64 = 0xdead_0000;
@@ -23,7 +23,7 @@ const BAD_DEVICE_PTR: u64 = 0xdead_0000;
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn driver_error_during_a_copy_is_returned_and_not_counted() {
     let (ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
 
     // A successful transfer first, so the counters are not all zero.
     let n = 1 << 20;

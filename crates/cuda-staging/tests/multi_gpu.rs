@@ -51,7 +51,7 @@ fn one_staging_buffer_per_gpu_in_parallel_threads() {
                 let ctx = Context::new(ordinal).unwrap_or_else(|e| panic!("device {ordinal}: {e}"));
                 assert_eq!(ctx.ordinal(), ordinal);
                 let stream = Stream::new(&ctx).expect("stream");
-                let mut staging = StagingBuffer::new();
+                let mut staging = staged_buffer();
                 let n = 4_915_200 / 4;
                 let mut dev = DeviceBuffer::<f32>::alloc(n).expect("device buffer");
                 let mut back = vec![0f32; n];
@@ -96,7 +96,7 @@ fn a_device_buffer_from_another_gpu_is_a_clear_error() {
     let foreign = DeviceBuffer::<u8>::alloc(1024).expect("buffer on device 1");
     let ctx0 = Context::new(0).expect("device 0");
     let stream0 = Stream::new(&ctx0).expect("stream on device 0");
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     let err = staging.download_into(&foreign, 16, &stream0).unwrap_err();
     assert!(
         matches!(err, cuda_staging::Error::ContextMismatch { .. }),
@@ -198,7 +198,7 @@ fn one_staging_buffer_switching_gpus_every_transfer_keeps_its_memory_and_events(
             .collect()
     };
     let mut devs = [alloc(&ctx0), alloc(&ctx1)];
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
 
     // The first round pins, creates each GPU's pipeline events and starts the pool.
     switching_round(&mut staging, &streams, &mut devs, 0);
@@ -352,7 +352,7 @@ fn copy_in_rounds(ordinal: usize, together: &Lockstep, rounds: usize) -> Staging
     let _member = together.member();
     let (_ctx, stream) = gpu_at(ordinal);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     staging.set_copy_threads(cuda_staging::default_copy_threads().max(2));
     let mut devs: Vec<DeviceBuffer<u32>> = POOL_SIZES_BYTES
         .iter()

@@ -95,7 +95,7 @@ enum Setup {
 
 impl Setup {
     fn buffer(self) -> StagingBuffer {
-        let mut s = StagingBuffer::new();
+        let mut s = staged_buffer();
         s.set_copy_threads(default_copy_threads().max(2));
         match self {
             Setup::AllHelpers | Setup::PoolOff => s.set_copy_threads(pool_threads().max(1) + 1),
@@ -342,7 +342,7 @@ fn frame(staging: &mut StagingBuffer, dev: &mut DeviceBuffer<f32>, stream: &Stre
 fn low_latency_keeps_helpers_spinning_until_turned_off() {
     let _one_at_a_time = serial();
     let (_ctx, stream) = gpu();
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     staging.set_copy_threads(default_copy_threads().max(2));
     // 150528 B frames: each uses one helper when hot.
     let mut dev = DeviceBuffer::<f32>::alloc(150_528 / 4).expect("alloc");

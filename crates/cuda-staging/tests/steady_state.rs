@@ -248,7 +248,7 @@ fn check_last_pass<T: Pattern>(c: &Case<T>) {
 /// from the process-wide copy pool (at least 2 threads, so the pool is used whatever
 /// the core count).
 fn staging_buffer() -> StagingBuffer {
-    let mut staging = StagingBuffer::new();
+    let mut staging = staged_buffer();
     staging.set_copy_threads(default_copy_threads().max(2));
     let largest = U8_BYTES[2];
     assert!(largest > PIPELINE_WINDOW_BYTES);

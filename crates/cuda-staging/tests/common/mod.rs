@@ -10,7 +10,8 @@ use std::fmt::{Debug, Display};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cuda_staging::{
-    bytemuck, Context, DeviceBuffer, Error, StagingPod, StagingRing, StagingStats, Stream,
+    bytemuck, Context, DeviceBuffer, Error, StagingBuffer, StagingPod, StagingRing, StagingStats,
+    Stream,
 };
 
 /// Device 0's primary context (made current on this thread) and a fresh stream.
@@ -21,6 +22,18 @@ pub fn gpu() -> (Context, Stream) {
         .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
     let stream = Stream::new(&ctx).expect("Stream::new");
     (ctx, stream)
+}
+
+/// A new staging buffer whose uploads are staged however long the gap before them
+/// ([`StagingBuffer::set_driver_after_gap`] off). By default an upload that follows
+/// a gap of 200 µs or more and that the calling thread would copy alone goes to the
+/// driver's path; the tests of the staged path must not depend on how fast the test
+/// itself runs between two transfers (compute-sanitizer slows it by far more than
+/// that). `after_gap.rs` tests the default.
+pub fn staged_buffer() -> StagingBuffer {
+    let mut s = StagingBuffer::new();
+    s.set_driver_after_gap(false);
+    s
 }
 
 static NEXT_SEED: AtomicU64 = AtomicU64::new(0x5EED);

@@ -1,0 +1,204 @@
+//! GPU tests of the default routing after a gap: an upload that follows its buffer's
+//! previous transfer by 200 µs or more, and that the calling thread would copy
+//! alone, goes to the driver's pageable path; back to back it is staged again;
+//! downloads after a gap stay staged; `set_driver_after_gap(false)`,
+//! `set_auto_stage_max_bytes` and low-latency mode turn the rule off. Every route
+//! keeps the data and the stream order (semantics 1 and 2).
+//!
+//! Its own test binary, run one test at a time (`SERIAL`): whether a copy wakes pool
+//! helpers depends on the idle cores, which tests running beside these would take.
+//! The sizes stay under 512 KiB, which wake no helper after a gap anyway.
+//!
+//! Every test is `#[ignore]`d; run them with `cargo xtask test-gpu` (or `cargo test
+//! -p cuda-staging --test after_gap -- --ignored` on a GPU machine).
+
+mod common;
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use common::*;
+use cuda_staging::{DeviceBuffer, StagingBuffer, StagingStats, Stream};
+
+/// The seed shape 112x112x3 f32 (150528 B), in bytes.
+const FRAME: usize = 150_528;
+/// Longer than the 200 µs that separates a gap from a burst.
+const GAP: Duration = Duration::from_millis(2);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `(staged, direct)` transfers counted since `before`.
+fn routed(staging: &StagingBuffer, before: StagingStats) -> (u64, u64) {
+    let now = staging.stats();
+    (
+        now.staged_transfers - before.staged_transfers,
+        now.direct_transfers - before.direct_transfers,
+    )
+}
+
+/// Sleeps past a gap, then uploads `src` into `dev` and checks it landed; returns the
+/// `(staged, direct)` counts of that one upload.
+fn upload_after_gap(
+    staging: &mut StagingBuffer,
+    dev: &mut DeviceBuffer<u8>,
+    src: &[u8],
+    stream: &Stream,
+    seed: u64,
+) -> (u64, u64) {
+    let before = staging.stats();
+    std::thread::sleep(GAP);
+    staging
+        .upload(dev, src, stream)
+        .expect("upload after a gap");
+    let r = routed(staging, before);
+    check("upload after a gap", &device_contents(dev), seed);
+    r
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn an_upload_after_a_gap_goes_to_the_driver_and_back_to_back_ones_are_staged() {
+    let _serial = serial();
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    assert!(staging.driver_after_gap(), "on by default");
+    let mut dev = DeviceBuffer::<u8>::alloc(FRAME).expect("alloc");
+
+    // The buffer's first transfer follows nothing: staged, and it pins.
+    let s = seed();
+    staging
+        .upload(&mut dev, &pattern::<u8>(FRAME, s), &stream)
+        .expect("first upload");
+    assert_eq!(routed(&staging, StagingStats::default()), (1, 0));
+    assert_eq!(staging.stats().allocations, 1);
+    check("first upload", &device_contents(&dev), s);
+
+    // After a gap: the driver's path, and nothing pinned or grown.
+    for _ in 0..3 {
+        let s = seed();
+        let src = pattern::<u8>(FRAME, s);
+        assert_eq!(
+            upload_after_gap(&mut staging, &mut dev, &src, &stream, s),
+            (0, 1)
+        );
+    }
+    assert_eq!(staging.stats().allocations, 1);
+
+    // A tight loop: the first follows the gap, the rest come back to back. Sources
+    // are made beforehand so nothing but the loop runs between the uploads.
+    let seeds: Vec<u64> = (0..10).map(|_| seed()).collect();
+    let srcs: Vec<Vec<u8>> = seeds.iter().map(|&s| pattern::<u8>(FRAME, s)).collect();
+    let before = staging.stats();
+    std::thread::sleep(GAP);
+    for src in &srcs {
+        staging
+            .upload(&mut dev, src, &stream)
+            .expect("tight-loop upload");
+    }
+    assert_eq!(routed(&staging, before), (9, 1));
+    check("last tight-loop upload", &device_contents(&dev), seeds[9]);
+    let st = staging.stats();
+    assert_eq!(st.bytes_uploaded, 14 * FRAME as u64);
+    assert_eq!(st.allocations, 1);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn downloads_after_a_gap_stay_staged() {
+    let _serial = serial();
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    for bytes in [64 << 10, FRAME, 1 << 20] {
+        let s = seed();
+        let dev = device_with::<u8>(bytes, s);
+        let mut host = vec![0u8; bytes];
+        staging
+            .download(&mut host, &dev, &stream)
+            .expect("first download");
+        for _ in 0..2 {
+            host.fill(0);
+            let before = staging.stats();
+            std::thread::sleep(GAP);
+            staging
+                .download(&mut host, &dev, &stream)
+                .expect("download after a gap");
+            assert_eq!(routed(&staging, before), (1, 0), "{bytes} B");
+            check(&format!("download of {bytes} B after a gap"), &host, s);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn the_rule_is_off_when_switched_off_with_seed_routing_and_in_low_latency_mode() {
+    let _serial = serial();
+    let (_ctx, stream) = gpu();
+    let mut dev = DeviceBuffer::<u8>::alloc(FRAME).expect("alloc");
+    let mut off = StagingBuffer::new();
+    off.set_driver_after_gap(false);
+    assert!(!off.driver_after_gap());
+    let mut seed_routing = StagingBuffer::new();
+    seed_routing.set_auto_stage_max_bytes(cuda_staging::DEFAULT_AUTO_STAGE_MAX_BYTES);
+    assert!(
+        !seed_routing.driver_after_gap(),
+        "seed routing stages up to its bound"
+    );
+    let mut low_latency = StagingBuffer::new();
+    low_latency.set_low_latency(true);
+    for (label, staging) in [
+        ("switched off", &mut off),
+        ("seed routing", &mut seed_routing),
+        ("low latency", &mut low_latency),
+    ] {
+        let s = seed();
+        let src = pattern::<u8>(FRAME, s);
+        staging
+            .upload(&mut dev, &src, &stream)
+            .expect("first upload");
+        for _ in 0..2 {
+            let s = seed();
+            let src = pattern::<u8>(FRAME, s);
+            assert_eq!(
+                upload_after_gap(staging, &mut dev, &src, &stream, s),
+                (1, 0),
+                "{label}"
+            );
+        }
+    }
+    low_latency.set_low_latency(false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn an_upload_handed_to_the_driver_after_a_gap_lands_after_queued_work() {
+    let _serial = serial();
+    let (_ctx, stream) = gpu();
+    let mut busy = Busy::new();
+    let mut staging = StagingBuffer::new();
+    let mut dev = DeviceBuffer::<u8>::alloc(FRAME).expect("alloc");
+    staging
+        .upload(&mut dev, &pattern::<u8>(FRAME, seed()), &stream)
+        .expect("first upload");
+    for round in 0..3 {
+        let s = seed();
+        let src = pattern::<u8>(FRAME, s);
+        std::thread::sleep(GAP);
+        let before = staging.stats();
+        // Work queued ahead of the upload: about 1 ms of copies, then a memset of the
+        // destination. The upload must land after the memset and return only once
+        // both are done.
+        busy.queue_one_way(&stream);
+        stream.memset_bytes(&mut dev, 0x11).expect("memset_bytes");
+        staging.upload(&mut dev, &src, &stream).expect("upload");
+        assert!(
+            stream.query().expect("Stream::query"),
+            "round {round}: the upload returned while work on its stream still ran"
+        );
+        assert_eq!(routed(&staging, before), (0, 1), "round {round}");
+        check(&format!("round {round}"), &device_contents(&dev), s);
+    }
+}

@@ -18,8 +18,10 @@
 //! Per column:
 //! - p50 / p99 of the transfer, over the block's frames after the warm-up ones;
 //! - `cpu_us`: (the process's CPU over the block − the neighbours' CPU over it) /
-//!   the block's frames: the calling thread's, the library's and the driver's CPU per
-//!   frame (the sleeps cost next to nothing);
+//!   the block's frames, less the same per frame of the two baseline blocks
+//!   (`idle_cpu_us`: waking from a sleep on a busy host, and the driver's own
+//!   threads, cost CPU with no transfer too): the calling thread's, the library's
+//!   and the driver's CPU per frame spent on the transfer;
 //! - `neighbour_throughput`: the neighbours' iterations per second during the
 //!   column's block over the mean of the two baseline blocks'.
 
@@ -96,6 +98,12 @@ pub fn throughput(column: Option<f64>, baselines: &[Option<f64>]) -> Option<f64>
     (base > 0.0).then(|| column / base)
 }
 
+/// A column's CPU per frame less the baseline blocks' (`idle`, the same sleeps with
+/// no transfer), never below 0; `None` where either is unknown.
+fn less_idle(cpu_us: Option<f64>, idle_us: Option<f64>) -> Option<f64> {
+    Some((cpu_us? - idle_us?).max(0.0))
+}
+
 /// Runs `contended` over every size and both directions: a record per cell and
 /// column. `progress` hears about each finished cell.
 pub fn run(
@@ -125,17 +133,20 @@ pub fn run(
             }
             let last = run_block(None)?;
             let baselines = [first.neighbour_rate, last.neighbour_rate];
+            let mut base_cpu = CpuTally::default();
+            base_cpu.add(first.cpu.map(|c| c / first.frames.max(1) as u32));
+            base_cpu.add(last.cpu.map(|c| c / last.frames.max(1) as u32));
+            let idle = base_cpu.mean_us();
             for (column, mut b) in columns {
                 let s = Summary::of(&mut b.samples).ok_or("no samples")?;
+                let cpu = less_idle(b.cpu_us(), idle);
                 records.push(ContendedRecord {
-                    cell: FrameRecord::new(scenario, direction, bytes, column, &s, b.cpu_us()),
+                    cell: FrameRecord::new(scenario, direction, bytes, column, &s, cpu)
+                        .with_idle_cpu(idle),
                     neighbours: neighbours.count() as u64,
                     neighbour_throughput: throughput(b.neighbour_rate, &baselines),
                 });
             }
-            let mut base_cpu = CpuTally::default();
-            base_cpu.add(first.cpu.map(|c| c / first.frames.max(1) as u32));
-            base_cpu.add(last.cpu.map(|c| c / last.frames.max(1) as u32));
             progress(&format!(
                 "{scenario} {} {bytes} B ({} neighbours; {} us of CPU per frame without \
                  transfers)",
@@ -235,5 +246,13 @@ mod tests {
         };
         assert_eq!(b.cpu_us(), Some(40.0));
         assert_eq!(Block { cpu: None, ..b }.cpu_us(), None);
+        assert_eq!(less_idle(Some(40.0), Some(12.5)), Some(27.5));
+        assert_eq!(
+            less_idle(Some(10.0), Some(12.5)),
+            Some(0.0),
+            "never below 0"
+        );
+        assert_eq!(less_idle(None, Some(12.5)), None);
+        assert_eq!(less_idle(Some(40.0), None), None);
     }
 }

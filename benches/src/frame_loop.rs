@@ -10,13 +10,20 @@
 //!
 //! A cell is one (scenario, size, direction). In it, after [`FrameSettings::warmup_reps`]
 //! dropped repetitions, each repetition runs *gap, transfer* for every column of
-//! [`FrameColumn::INTERLEAVED`] in turn, so drift hits them alike; then
+//! [`FrameColumn::INTERLEAVED`] in turn, so drift hits them alike, starting one
+//! column later at each repetition, so that every column follows every other one
+//! equally often (in a fixed order the same driver call measured up to 1.7 times
+//! faster in one slot than in another on the H200 host, as the transfer before it
+//! left the caches and the link warm or cold for it); then
 //! `copy-in-low-latency` runs its own *gap, transfer* loop (why:
 //! [`FrameColumn::INTERLEAVED`]) and the cell ends with [`LOW_LATENCY_QUIET`]. Only the
 //! transfer call is timed, with an `Instant` around it.
 //!
 //! CPU per frame (`cpu_us`): the process's CPU time, all threads, over a window per
-//! measured transfer, less the calling thread's CPU over the gap inside it. A
+//! measured transfer, less the calling thread's CPU over the gap inside it, less what
+//! the other threads spend over a gap with no transfer at all (the driver's own
+//! threads tick in every CUDA process: measured per cell over [`IDLE_GAP_FRAMES`]
+//! gaps before its loops, and noted in the records as `idle_cpu_us`). A
 //! transfer's window runs from just before it starts to just before the next
 //! measured transfer (of whichever column) starts, so it holds the transfer, whatever
 //! the library's threads do after it, and the next gap; the last transfer of a loop
@@ -36,6 +43,10 @@ use crate::gap::GapRunner;
 use crate::records::{ContendedRecord, FrameRecord};
 use crate::stats::Summary;
 use crate::{compare, dtoh_pageable_async, fill_pattern, htod_pageable_async, Direction, Gpu};
+
+/// Gaps with no transfer per cell, over which the process's CPU without transfers
+/// is measured (see the module docs).
+pub const IDLE_GAP_FRAMES: usize = 20;
 
 /// One column's own memory.
 struct ColumnBuffers {
@@ -281,6 +292,7 @@ impl<'g> FrameLoop<'g> {
             let bytes = self.sizes[i];
             for direction in Direction::ALL {
                 let mut cell = Cell::new(settings.warmup_reps, reps);
+                cell.idle = self.idle_gap_cpu(gap, IDLE_GAP_FRAMES);
                 let what = |column: FrameColumn| {
                     format!(
                         "{} {} {} {bytes} B",
@@ -296,14 +308,17 @@ impl<'g> FrameLoop<'g> {
                 std::thread::sleep(LOW_LATENCY_QUIET);
                 for column in FrameColumn::ALL {
                     let s = Summary::of(&mut cell.samples[column.index()]).ok_or("no samples")?;
-                    records.push(FrameRecord::new(
-                        scenario.name(),
-                        direction,
-                        bytes,
-                        column,
-                        &s,
-                        cell.cpu[column.index()].mean_us(),
-                    ));
+                    records.push(
+                        FrameRecord::new(
+                            scenario.name(),
+                            direction,
+                            bytes,
+                            column,
+                            &s,
+                            cell.cpu[column.index()].mean_us(),
+                        )
+                        .with_idle_cpu(cell.idle.map(|d| d.as_secs_f64() * 1e6)),
+                    );
                 }
                 progress(&format!(
                     "{} {} {bytes} B",
@@ -329,11 +344,12 @@ impl<'g> FrameLoop<'g> {
         // The measured transfer whose window is open, and the process's CPU at its start.
         let mut open: Option<(FrameColumn, Option<Duration>)> = None;
         for rep in 0..cell.warmup + cell.reps {
-            for &column in columns {
+            for k in 0..columns.len() {
+                let column = columns[(rep + k) % columns.len()];
                 let gap_cpu = self.gaps.wait_counting_cpu(gap);
                 let now = cpu_time::process_cpu();
                 if let Some((c, start)) = open.take() {
-                    cell.cpu[c.index()].add(window_cpu(start, now, gap_cpu));
+                    cell.cpu[c.index()].add(window_cpu(start, now, gap_cpu, cell.idle));
                 }
                 let t = self
                     .transfer(column, direction, i)
@@ -348,9 +364,24 @@ impl<'g> FrameLoop<'g> {
         let gap_cpu = self.gaps.wait_counting_cpu(gap);
         let now = cpu_time::process_cpu();
         if let Some((c, start)) = open {
-            cell.cpu[c.index()].add(window_cpu(start, now, gap_cpu));
+            cell.cpu[c.index()].add(window_cpu(start, now, gap_cpu, cell.idle));
         }
         Ok(())
+    }
+
+    /// The process's CPU per gap over `frames` gaps with no transfer, less the calling
+    /// thread's own over each gap: what the other threads (the driver's, parked pool
+    /// helpers' none) spend in a frame's gap anyway. `None` where a clock is
+    /// unreadable.
+    fn idle_gap_cpu(&mut self, gap: Gap, frames: usize) -> Option<Duration> {
+        let mut total = Duration::ZERO;
+        for _ in 0..frames {
+            let start = cpu_time::process_cpu();
+            let gap_cpu = self.gaps.wait_counting_cpu(gap);
+            let end = cpu_time::process_cpu();
+            total += window_cpu(start, end, gap_cpu, Some(Duration::ZERO))?;
+        }
+        Some(total / frames.max(1) as u32)
     }
 }
 
@@ -362,6 +393,9 @@ struct Cell {
     reps: usize,
     samples: Vec<Vec<Duration>>,
     cpu: Vec<CpuTally>,
+    /// The other threads' CPU over a gap with no transfer
+    /// ([`FrameLoop::idle_gap_cpu`]).
+    idle: Option<Duration>,
 }
 
 impl Cell {
@@ -373,18 +407,25 @@ impl Cell {
                 .map(|_| Vec::with_capacity(reps))
                 .collect(),
             cpu: vec![CpuTally::default(); FrameColumn::ALL.len()],
+            idle: None,
         }
     }
 }
 
 /// A transfer's CPU: the process's CPU from `start` to `end`, less the calling
-/// thread's CPU over the gap between them; `None` where a clock was unreadable.
+/// thread's CPU over the gap between them, less `idle` (the other threads' CPU over
+/// a gap with no transfer); `None` where a clock was unreadable.
 pub fn window_cpu(
     start: Option<Duration>,
     end: Option<Duration>,
     gap_cpu: Option<Duration>,
+    idle: Option<Duration>,
 ) -> Option<Duration> {
-    Some(cpu_time::elapsed(start, end)?.saturating_sub(gap_cpu?))
+    Some(
+        cpu_time::elapsed(start, end)?
+            .saturating_sub(gap_cpu?)
+            .saturating_sub(idle?),
+    )
 }
 
 #[cfg(test)]
@@ -394,21 +435,31 @@ mod tests {
     #[test]
     fn a_window_loses_its_gap_s_own_cpu() {
         let us = Duration::from_micros;
+        let z = Some(us(0));
         assert_eq!(
-            window_cpu(Some(us(100)), Some(us(2150)), Some(us(2000))),
+            window_cpu(Some(us(100)), Some(us(2150)), Some(us(2000)), z),
             Some(us(50))
         );
         // A sleeping gap costs next to nothing: the window is the transfer's and its
         // helpers'.
         assert_eq!(
-            window_cpu(Some(us(100)), Some(us(180)), Some(us(3))),
+            window_cpu(Some(us(100)), Some(us(180)), Some(us(3)), z),
             Some(us(77))
         );
+        // What the process spends over a gap without a transfer goes too.
         assert_eq!(
-            window_cpu(Some(us(100)), Some(us(150)), Some(us(60))),
+            window_cpu(Some(us(100)), Some(us(180)), Some(us(3)), Some(us(7))),
+            Some(us(70))
+        );
+        assert_eq!(
+            window_cpu(Some(us(100)), Some(us(150)), Some(us(60)), z),
             Some(us(0))
         );
-        assert_eq!(window_cpu(None, Some(us(150)), Some(us(60))), None);
-        assert_eq!(window_cpu(Some(us(100)), Some(us(150)), None), None);
+        assert_eq!(window_cpu(None, Some(us(150)), Some(us(60)), z), None);
+        assert_eq!(window_cpu(Some(us(100)), Some(us(150)), None, z), None);
+        assert_eq!(
+            window_cpu(Some(us(100)), Some(us(150)), Some(us(6)), None),
+            None
+        );
     }
 }

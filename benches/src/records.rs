@@ -18,7 +18,9 @@
 //!
 //! The first shape serves `sleep-2ms`, `sleep-16ms`, `busy-2ms` and `tight-loop`.
 //! `cpu_us` is the process's CPU time per frame (per call in `tight-loop`), all
-//! threads, in µs, with the gap's own CPU removed; how each scenario measures it is
+//! threads, in µs, with the gap's own CPU removed (what the process spends over the
+//! same gap with no transfer; a frame-loop or `contended` record notes it as
+//! `idle_cpu_us`); how each scenario measures it is
 //! in [`crate::frame_loop`], [`crate::tight_loop`], [`crate::contended`] and
 //! [`crate::four_pipelines`]. It is `null` where the CPU clocks are unavailable
 //! ([`crate::cpu_time`]). `neighbour_throughput` (`contended` only) is the neighbour
@@ -61,6 +63,11 @@ pub struct FrameRecord {
     /// Process CPU time per frame (all threads, the gap's own CPU removed), µs;
     /// `None` (`null`) where the CPU clocks are unavailable.
     pub cpu_us: Option<f64>,
+    /// The process's CPU per frame over the same gap with no transfer (the driver's
+    /// own threads tick meanwhile), already removed from `cpu_us`, µs; absent where
+    /// the scenario has no gap (`tight-loop`) or the clocks are unavailable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_cpu_us: Option<f64>,
     /// Timed calls.
     pub samples: u64,
 }
@@ -83,7 +90,16 @@ impl FrameRecord {
             median_us: s.p50_us(),
             p99_us: s.p99_us(),
             cpu_us,
+            idle_cpu_us: None,
             samples: s.samples as u64,
+        }
+    }
+
+    /// The same, noting `idle_cpu_us` (see the field).
+    pub fn with_idle_cpu(self, idle_cpu_us: Option<f64>) -> FrameRecord {
+        FrameRecord {
+            idle_cpu_us,
+            ..self
         }
     }
 }

@@ -19,7 +19,8 @@ for the back-to-back CPU cost). Each cell: p50 / p99 in µs, then the latency ra
 pageable baseline's p50 over the column's p50, so above 1.00x is faster than the baseline. \
 The baseline is the faster p50 of `pageable` and `pageable-async` in that row. Then `cpu`: \
 the process's CPU time per frame in µs, all threads (the library's copy helpers and the \
-driver's included), with the gap's own CPU removed, and its multiple (×): the column's CPU \
+driver's included), with the gap's own CPU removed (what the process spends over the same \
+gap with no transfer, measured in the same cell), and its multiple (×): the column's CPU \
 over the baseline column's, so below 1.00× spends less CPU than the baseline. Latency says \
 what a frame waits; CPU says what the wait cost the rest of the host.";
 
@@ -111,8 +112,34 @@ pub(super) fn frame_loop(records: &[ScenarioRecord]) -> String {
         }
         body.push_str(&frame_loop_table(&found));
         body.push_str(&samples_line(&found, "cell"));
+        body.push_str(&idle_line(&found));
     }
     section("Frame loop", FRAME_LOOP_NOTE, body)
+}
+
+/// The range of the records' `idle_cpu_us` (the process's CPU over a gap with no
+/// transfer, already removed from their `cpu`), as a line after the table; empty
+/// where no record has it.
+fn idle_line(records: &[&ScenarioRecord]) -> String {
+    let idle: Vec<f64> = records
+        .iter()
+        .filter_map(|r| r.other.get("idle_cpu_us").and_then(|v| v.as_f64()))
+        .collect();
+    let (Some(lo), Some(hi)) = (
+        idle.iter().copied().reduce(f64::min),
+        idle.iter().copied().reduce(f64::max),
+    ) else {
+        return String::new();
+    };
+    let range = if num3(lo) == num3(hi) {
+        num3(lo)
+    } else {
+        format!("{}–{}", num3(lo), num3(hi))
+    };
+    format!(
+        "CPU the process spent per frame over the same gap with no transfer, removed from \
+         every `cpu` above: {range} µs.\n"
+    )
 }
 
 /// One cell: `p50 / p99 (ratio) · cpu N (M×)`, and `· neighbours T` where the record
@@ -247,6 +274,22 @@ mod tests {
             md[contended..].contains("\nSamples per cell: 100.\n"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn the_idle_cpu_removed_is_stated_under_the_table_when_records_have_it() {
+        let mut a = record("pageable", 30.0, Some(35.0));
+        let mut b = record("copy-in", 25.0, Some(30.0));
+        assert_eq!(idle_line(&[&a, &b]), "", "older records have none");
+        a.other
+            .insert("idle_cpu_us".into(), serde_json::json!(4.25));
+        b.other
+            .insert("idle_cpu_us".into(), serde_json::json!(22.0));
+        let line = idle_line(&[&a, &b]);
+        assert!(line.ends_with(": 4.25–22.0 µs.\n"), "{line}");
+        b.other
+            .insert("idle_cpu_us".into(), serde_json::json!(4.25));
+        assert!(idle_line(&[&a, &b]).ends_with(": 4.25 µs.\n"));
     }
 
     #[test]

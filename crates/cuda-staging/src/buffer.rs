@@ -239,9 +239,9 @@ impl StagingBuffer {
     /// own path; otherwise a page-locked `src` is DMA'd straight from; otherwise
     /// transfers up to [`StagingBuffer::stage_max_bytes`] are staged (a multi-threaded
     /// non-temporal host copy, pipelined against the DMA) and larger ones go to the
-    /// driver's pageable path. An upload that follows a gap and that the calling
-    /// thread would copy alone goes to the driver's path too, as fast there
-    /// ([`StagingBuffer::set_driver_after_gap`]). Every route is ordered on `stream`
+    /// driver's pageable path. A transfer that follows a gap and that the calling
+    /// thread would copy alone goes to the driver's path too where that is as fast
+    /// ([`StagingBuffer::driver_after_gap`]). Every route is ordered on `stream`
     /// the same way.
     pub fn upload<T: StagingPod>(
         &mut self,

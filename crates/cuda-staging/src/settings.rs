@@ -61,9 +61,9 @@ impl StagingBuffer {
     /// never the buffer's first transfer, which pins its memory) and the calling
     /// thread would copy it alone (no pool helper would take part; not in
     /// low-latency mode).
-    /// Only uploads: there the driver's own chunked copy is as fast as the caller's
-    /// copy into pinned memory, which only adds the pinned round trip, while
-    /// downloads after a gap are faster staged. On by default.
+    /// That is every such upload, and downloads over 512 KiB: there the driver's own
+    /// chunked copy is as fast as the caller's, and staging only adds the pinned
+    /// round trip; smaller downloads after a gap are faster staged. On by default.
     pub fn driver_after_gap(&self) -> bool {
         self.routing.driver_after_gap
     }

@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use crate::routing::Direction;
+use crate::routing::{Direction, PerDirection};
 use std::time::Duration;
 
 /// A helper spins this long after its part of a copy before it parks, when more is
@@ -68,21 +68,24 @@ pub(crate) const BACK_TO_BACK_HELPER_BYTES: usize = 512 << 10;
 /// the OS preempts holds up only a small part.
 pub(crate) const PARTS_PER_THREAD: usize = 4;
 
-/// After a gap, an upload the calling thread would copy alone (no pool helper takes
-/// part: under [`WAKE_MIN_BYTES`], or any size when no core is idle) goes to the
-/// driver's pageable path: the driver's own chunked copy is as fast as ours there,
-/// and staging only adds the pinned round trip. In the full bench run at 4521598 on
-/// the 16-core H200 host such uploads ran at 0.79-0.99 times the driver's speed in
-/// every gap scenario (64 KiB to 192 KiB after sleeps and busy gaps, 192 KiB to
-/// 16 MiB beside 15 busy threads); a probe on the same host then (columns
-/// interleaved, p50) had them at 0.87-0.95 times staged against 0.92-1.01 handed to
-/// the driver, the driver's path measured in another slot of the interleaving.
+/// After a gap, a transfer the calling thread would copy alone (no pool helper takes
+/// part) goes to the driver's pageable path from these sizes: every upload, and
+/// downloads cut in pieces (over 512 KiB). There the driver's own chunked copy is as
+/// fast as ours, and staging only adds the pinned round trip.
 ///
-/// Downloads stay staged: in one piece (up to 512 KiB) they won in 9 of 12 such
-/// cells (0.94-1.47x), and at 1 MiB the same probe could not tell the caller's
-/// copy-out from the driver's (0.86-1.34x staged, the driver's own path 0.87-1.71x
-/// of itself in two slots).
-pub(crate) const DRIVER_AFTER_GAP_UPLOAD_MIN_BYTES: usize = 0;
+/// On the 16-core H200 host: in the full bench run at 4521598, uploads staged on the
+/// caller alone ran at 0.79-0.99 times the driver's speed in every gap scenario
+/// (64 KiB to 192 KiB after sleeps and busy gaps, 192 KiB to 16 MiB beside 15 busy
+/// threads). In the run at 7008618 (columns taking turns at every slot), a 1 MiB
+/// download staged on the caller alone ran at 1.00, 0.76 and 0.82 times the
+/// driver's speed after a 2 ms sleep, a 16 ms sleep and 2 ms of computing, and 1.08
+/// beside busy threads. Downloads in one piece (up to 512 KiB) stay staged: in that
+/// run they ran at 0.92-1.12 times the driver's speed after gaps, 1.09 at the median
+/// of the twelve cells.
+pub(crate) const DRIVER_AFTER_GAP_MIN_BYTES: PerDirection<usize> = PerDirection {
+    upload: 0,
+    download: (512 << 10) + 1,
+};
 
 /// The process-wide tunables; see the constants above for the defaults.
 #[doc(hidden)]
@@ -104,8 +107,10 @@ pub struct PoolTuning {
     pub download_threads: usize,
     /// [`DOWNLOAD_WAKE_MIN_BYTES`].
     pub download_wake_min_bytes: usize,
-    /// [`DRIVER_AFTER_GAP_UPLOAD_MIN_BYTES`] (`usize::MAX`: never).
+    /// [`DRIVER_AFTER_GAP_MIN_BYTES`]`.upload` (`usize::MAX`: never).
     pub driver_after_gap_upload_min_bytes: usize,
+    /// [`DRIVER_AFTER_GAP_MIN_BYTES`]`.download` (`usize::MAX`: never).
+    pub driver_after_gap_download_min_bytes: usize,
 }
 
 impl Default for PoolTuning {
@@ -119,7 +124,8 @@ impl Default for PoolTuning {
             parts_per_thread: PARTS_PER_THREAD,
             download_threads: DOWNLOAD_THREADS,
             download_wake_min_bytes: DOWNLOAD_WAKE_MIN_BYTES,
-            driver_after_gap_upload_min_bytes: DRIVER_AFTER_GAP_UPLOAD_MIN_BYTES,
+            driver_after_gap_upload_min_bytes: DRIVER_AFTER_GAP_MIN_BYTES.upload,
+            driver_after_gap_download_min_bytes: DRIVER_AFTER_GAP_MIN_BYTES.download,
         }
     }
 }
@@ -132,7 +138,8 @@ static BACK_TO_BACK_HELPER: AtomicUsize = AtomicUsize::new(BACK_TO_BACK_HELPER_B
 static PARTS: AtomicUsize = AtomicUsize::new(PARTS_PER_THREAD);
 static DOWNLOAD: AtomicUsize = AtomicUsize::new(DOWNLOAD_THREADS);
 static DOWNLOAD_WAKE_MIN: AtomicUsize = AtomicUsize::new(DOWNLOAD_WAKE_MIN_BYTES);
-static DRIVER_AFTER_GAP_UP: AtomicUsize = AtomicUsize::new(DRIVER_AFTER_GAP_UPLOAD_MIN_BYTES);
+static DRIVER_AFTER_GAP_UP: AtomicUsize = AtomicUsize::new(DRIVER_AFTER_GAP_MIN_BYTES.upload);
+static DRIVER_AFTER_GAP_DOWN: AtomicUsize = AtomicUsize::new(DRIVER_AFTER_GAP_MIN_BYTES.download);
 
 /// Sets the process-wide tunables (for probes; see the module notes). Byte counts
 /// and `parts_per_thread` of 0 are taken as 1.
@@ -147,6 +154,7 @@ pub fn set_pool_tuning(t: PoolTuning) {
     DOWNLOAD.store(t.download_threads.max(1), Ordering::Relaxed);
     DOWNLOAD_WAKE_MIN.store(t.download_wake_min_bytes, Ordering::Relaxed);
     DRIVER_AFTER_GAP_UP.store(t.driver_after_gap_upload_min_bytes, Ordering::Relaxed);
+    DRIVER_AFTER_GAP_DOWN.store(t.driver_after_gap_download_min_bytes, Ordering::Relaxed);
 }
 
 /// The process-wide tunables now.
@@ -162,14 +170,19 @@ pub fn pool_tuning() -> PoolTuning {
         download_threads: download_threads(),
         download_wake_min_bytes: DOWNLOAD_WAKE_MIN.load(Ordering::Relaxed),
         driver_after_gap_upload_min_bytes: DRIVER_AFTER_GAP_UP.load(Ordering::Relaxed),
+        driver_after_gap_download_min_bytes: DRIVER_AFTER_GAP_DOWN.load(Ordering::Relaxed),
     }
 }
 
 /// Whether a transfer of `bytes` moving `direction`, which follows a gap and which
 /// the calling thread would copy alone, goes to the driver's pageable path
-/// ([`DRIVER_AFTER_GAP_UPLOAD_MIN_BYTES`]; downloads never).
+/// ([`DRIVER_AFTER_GAP_MIN_BYTES`]).
 pub(crate) fn driver_after_gap(bytes: usize, direction: Direction) -> bool {
-    direction == Direction::HostToDevice && bytes >= DRIVER_AFTER_GAP_UP.load(Ordering::Relaxed)
+    let min = match direction {
+        Direction::HostToDevice => &DRIVER_AFTER_GAP_UP,
+        Direction::DeviceToHost => &DRIVER_AFTER_GAP_DOWN,
+    };
+    bytes >= min.load(Ordering::Relaxed)
 }
 
 pub(crate) fn linger_ns() -> u64 {
@@ -261,11 +274,16 @@ mod tests {
     }
 
     #[test]
-    fn after_a_gap_solo_uploads_go_to_the_driver_and_downloads_stay_staged() {
+    fn after_a_gap_solo_uploads_and_downloads_in_pieces_go_to_the_driver() {
         let (up, down) = (Direction::HostToDevice, Direction::DeviceToHost);
         for bytes in [1, 64 << 10, 150_528, 4_915_200, usize::MAX] {
             assert!(driver_after_gap(bytes, up), "upload of {bytes} B");
+        }
+        for bytes in [1, 64 << 10, 150_528, 512 << 10] {
             assert!(!driver_after_gap(bytes, down), "download of {bytes} B");
+        }
+        for bytes in [(512 << 10) + 1, 1 << 20, 4_915_200] {
+            assert!(driver_after_gap(bytes, down), "download of {bytes} B");
         }
     }
 }

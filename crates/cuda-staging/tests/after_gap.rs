@@ -1,13 +1,15 @@
 //! GPU tests of the default routing after a gap: an upload that follows its buffer's
 //! previous transfer by 200 µs or more, and that the calling thread would copy
 //! alone, goes to the driver's pageable path; back to back it is staged again;
-//! downloads after a gap stay staged; `set_driver_after_gap(false)`,
+//! downloads after a gap stay staged up to 512 KiB and go to the driver above;
+//! `set_driver_after_gap(false)`,
 //! `set_auto_stage_max_bytes` and low-latency mode turn the rule off. Every route
 //! keeps the data and the stream order (semantics 1 and 2).
 //!
 //! Its own test binary, run one test at a time (`SERIAL`): whether a copy wakes pool
 //! helpers depends on the idle cores, which tests running beside these would take.
-//! The sizes stay under 512 KiB, which wake no helper after a gap anyway.
+//! The sizes stay under 512 KiB for uploads and 2 MiB for downloads, which wake no
+//! helper after a gap anyway.
 //!
 //! Every test is `#[ignore]`d; run them with `cargo xtask test-gpu` (or `cargo test
 //! -p cuda-staging --test after_gap -- --ignored` on a GPU machine).
@@ -108,11 +110,18 @@ fn an_upload_after_a_gap_goes_to_the_driver_and_back_to_back_ones_are_staged() {
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
-fn downloads_after_a_gap_stay_staged() {
+fn downloads_in_one_piece_after_a_gap_stay_staged_and_larger_ones_go_to_the_driver() {
     let _serial = serial();
     let (_ctx, stream) = gpu();
     let mut staging = StagingBuffer::new();
-    for bytes in [64 << 10, FRAME, 1 << 20] {
+    // 1 MiB wakes no helper after a gap (that starts at 2 MiB): the caller alone.
+    for (bytes, route) in [
+        (64 << 10, (1, 0)),
+        (FRAME, (1, 0)),
+        (512 << 10, (1, 0)),
+        ((512 << 10) + 4096, (0, 1)),
+        (1 << 20, (0, 1)),
+    ] {
         let s = seed();
         let dev = device_with::<u8>(bytes, s);
         let mut host = vec![0u8; bytes];
@@ -126,7 +135,7 @@ fn downloads_after_a_gap_stay_staged() {
             staging
                 .download(&mut host, &dev, &stream)
                 .expect("download after a gap");
-            assert_eq!(routed(&staging, before), (1, 0), "{bytes} B");
+            assert_eq!(routed(&staging, before), route, "{bytes} B");
             check(&format!("download of {bytes} B after a gap"), &host, s);
         }
     }

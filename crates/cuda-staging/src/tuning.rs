@@ -6,7 +6,7 @@
 //! [`crate::set_copy_pool_threads`] and each buffer with
 //! [`crate::StagingBuffer::set_copy_threads`].
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::routing::{Direction, PerDirection};
 use std::time::Duration;
@@ -111,6 +111,8 @@ pub struct PoolTuning {
     pub driver_after_gap_upload_min_bytes: usize,
     /// [`DRIVER_AFTER_GAP_MIN_BYTES`]`.download` (`usize::MAX`: never).
     pub driver_after_gap_download_min_bytes: usize,
+    /// [`crate::burst::BACK_TO_BACK_TRANSFERS`].
+    pub back_to_back_transfers: u32,
 }
 
 impl Default for PoolTuning {
@@ -126,6 +128,7 @@ impl Default for PoolTuning {
             download_wake_min_bytes: DOWNLOAD_WAKE_MIN_BYTES,
             driver_after_gap_upload_min_bytes: DRIVER_AFTER_GAP_MIN_BYTES.upload,
             driver_after_gap_download_min_bytes: DRIVER_AFTER_GAP_MIN_BYTES.download,
+            back_to_back_transfers: crate::burst::BACK_TO_BACK_TRANSFERS,
         }
     }
 }
@@ -140,6 +143,7 @@ static DOWNLOAD: AtomicUsize = AtomicUsize::new(DOWNLOAD_THREADS);
 static DOWNLOAD_WAKE_MIN: AtomicUsize = AtomicUsize::new(DOWNLOAD_WAKE_MIN_BYTES);
 static DRIVER_AFTER_GAP_UP: AtomicUsize = AtomicUsize::new(DRIVER_AFTER_GAP_MIN_BYTES.upload);
 static DRIVER_AFTER_GAP_DOWN: AtomicUsize = AtomicUsize::new(DRIVER_AFTER_GAP_MIN_BYTES.download);
+static BACK_TO_BACK: AtomicU32 = AtomicU32::new(crate::burst::BACK_TO_BACK_TRANSFERS);
 
 /// Sets the process-wide tunables (for probes; see the module notes). Byte counts
 /// and `parts_per_thread` of 0 are taken as 1.
@@ -155,6 +159,7 @@ pub fn set_pool_tuning(t: PoolTuning) {
     DOWNLOAD_WAKE_MIN.store(t.download_wake_min_bytes, Ordering::Relaxed);
     DRIVER_AFTER_GAP_UP.store(t.driver_after_gap_upload_min_bytes, Ordering::Relaxed);
     DRIVER_AFTER_GAP_DOWN.store(t.driver_after_gap_download_min_bytes, Ordering::Relaxed);
+    BACK_TO_BACK.store(t.back_to_back_transfers.max(1), Ordering::Relaxed);
 }
 
 /// The process-wide tunables now.
@@ -171,7 +176,12 @@ pub fn pool_tuning() -> PoolTuning {
         download_wake_min_bytes: DOWNLOAD_WAKE_MIN.load(Ordering::Relaxed),
         driver_after_gap_upload_min_bytes: DRIVER_AFTER_GAP_UP.load(Ordering::Relaxed),
         driver_after_gap_download_min_bytes: DRIVER_AFTER_GAP_DOWN.load(Ordering::Relaxed),
+        back_to_back_transfers: back_to_back_transfers(),
     }
+}
+
+pub(crate) fn back_to_back_transfers() -> u32 {
+    BACK_TO_BACK.load(Ordering::Relaxed)
 }
 
 /// Whether a transfer of `bytes` moving `direction`, which follows a gap and which

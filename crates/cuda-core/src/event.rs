@@ -9,11 +9,13 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 use crate::tracking::StreamState;
+use crate::wait::{self, Then, WaitPolicy};
 use crate::{deferred, result};
 
 /// A CUDA event. [`Event::new`] makes the cheap kind used for ordering and waiting
 /// (`CU_EVENT_DISABLE_TIMING`); [`Event::with_timing`] one that can also time work
-/// ([`Event::elapsed_ms`]).
+/// ([`Event::elapsed_ms`]). Both are created with `CU_EVENT_BLOCKING_SYNC`, so that a
+/// wait on them can sleep instead of spinning ([`Event::synchronize_with`]).
 ///
 /// Waiting on an event through this crate ([`Event::synchronize`], or
 /// [`Event::query`] answering `true`) also tells every buffer with copies queued on
@@ -52,12 +54,16 @@ unsafe impl Sync for Event {}
 impl Event {
     /// Creates an event for ordering and waiting (no timing) in `ctx`.
     pub fn new(ctx: &Context) -> Result<Event> {
-        Event::create(ctx, cuda_sys::CU_EVENT_DISABLE_TIMING, false)
+        Event::create(
+            ctx,
+            cuda_sys::CU_EVENT_DISABLE_TIMING | cuda_sys::CU_EVENT_BLOCKING_SYNC,
+            false,
+        )
     }
 
     /// Creates an event that also records a timestamp, for [`Event::elapsed_ms`].
     pub fn with_timing(ctx: &Context) -> Result<Event> {
-        Event::create(ctx, cuda_sys::CU_EVENT_DEFAULT, true)
+        Event::create(ctx, cuda_sys::CU_EVENT_BLOCKING_SYNC, true)
     }
 
     fn create(ctx: &Context, flags: u32, timing: bool) -> Result<Event> {
@@ -90,13 +96,46 @@ impl Event {
         Ok(())
     }
 
-    /// Blocks until the work recorded before the event is done. An event never
-    /// recorded is done.
+    /// Blocks until the work recorded before the event is done, waiting as
+    /// [`WaitPolicy::default`] says (polling for [`crate::DEFAULT_SPIN`], then
+    /// sleeping until the GPU signals). An event never recorded is done.
+    ///
+    /// When the wait fails, it waits for the whole context before returning the
+    /// error, and the work recorded before the event counts as over (done, or ended
+    /// by the failure): the same rule as a failed [`Stream::synchronize`], so that
+    /// memory that work used may be reused or freed.
     pub fn synchronize(&self) -> Result<()> {
-        // SAFETY: `raw` is alive while `self` is.
-        unsafe { result::event_synchronize(self.raw) }?;
+        self.synchronize_with(WaitPolicy::default())
+    }
+
+    /// [`Event::synchronize`], waiting as `policy` says.
+    pub fn synchronize_with(&self, policy: WaitPolicy) -> Result<()> {
+        let r = self.wait(policy);
+        if r.is_err() {
+            if let Ok(_g) = self.ctx.enter() {
+                let _ = result::ctx_synchronize();
+            }
+        }
         self.completed();
-        Ok(())
+        r
+    }
+
+    /// Waits as `policy` says: polling with `cuEventQuery`, or blocking in
+    /// `cuEventSynchronize` (a blocking-sync event sleeps there).
+    fn wait(&self, policy: WaitPolicy) -> Result<()> {
+        // SAFETY: `raw` is alive while `self` is.
+        let query = || unsafe { result::event_query(self.raw) };
+        match wait::poll(policy, query)? {
+            Then::Done => Ok(()),
+            // SAFETY: as above.
+            Then::Block => unsafe { result::event_synchronize(self.raw) },
+            Then::Spin => loop {
+                if query()? {
+                    return Ok(());
+                }
+                std::hint::spin_loop();
+            },
+        }
     }
 
     /// Whether the work recorded before the event is done, without waiting

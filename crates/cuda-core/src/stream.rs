@@ -15,6 +15,7 @@ use crate::memory::{
 };
 use crate::result;
 use crate::tracking::{self, Access, StreamState, Use};
+use crate::wait::WaitPolicy;
 
 /// A CUDA stream created with `CU_STREAM_NON_BLOCKING`: it does not synchronise with
 /// the legacy default stream.
@@ -74,14 +75,23 @@ impl Stream {
         }
     }
 
-    /// Blocks until all work queued on this stream is done.
+    /// Blocks until all work queued on this stream is done, waiting as
+    /// [`WaitPolicy::default`] says: polling for [`crate::DEFAULT_SPIN`], then
+    /// sleeping until the GPU signals, so a wait behind long work does not spin a
+    /// core through it.
     ///
-    /// After a failed stream operation this is what to do, and what it does: when
-    /// the wait fails it also waits for the whole context before returning the
+    /// When the wait fails it also waits for the whole context before returning the
     /// error, so that no queued copy is left running into or out of memory the
-    /// caller then reuses or frees.
+    /// caller then reuses or frees; the stream's work then counts as over (done, or
+    /// ended by the failure), as after a failed [`Event::synchronize`].
     pub fn synchronize(&self) -> Result<()> {
         self.state.synchronize()
+    }
+
+    /// [`Stream::synchronize`], waiting as `policy` says: [`WaitPolicy::Spin`] is the
+    /// driver's spinning `cuStreamSynchronize`.
+    pub fn synchronize_with(&self, policy: WaitPolicy) -> Result<()> {
+        self.state.synchronize_with(policy)
     }
 
     /// Whether all work queued on this stream is done, without waiting

@@ -15,12 +15,13 @@
 //! stream's uses, so one tracker only ever follows one stream.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use cuda_sys::CUstream;
+use cuda_sys::{CUevent, CUstream};
 
 use crate::context::Context;
 use crate::error::Result;
+use crate::wait::{self, Then, WaitPolicy};
 use crate::{deferred, result};
 
 /// The state behind a [`crate::Stream`]: its handle, its context and its tickets.
@@ -32,7 +33,19 @@ pub(crate) struct StreamState {
     queued: AtomicU64,
     /// Every ticket up to this one is complete.
     completed: AtomicU64,
+    /// A `CU_EVENT_BLOCKING_SYNC` event, made at the first blocking wait, recorded
+    /// and waited on to block until the stream's work is done.
+    blocking: OnceLock<RawEvent>,
 }
+
+/// An event handle owned by a [`StreamState`].
+struct RawEvent(CUevent);
+
+// SAFETY: an event handle may be used from any thread.
+unsafe impl Send for RawEvent {}
+// SAFETY: as above; recording it from two threads at once is allowed by the driver
+// (each wait then waits for the later record, which covers its own).
+unsafe impl Sync for RawEvent {}
 
 // SAFETY: a CUstream may be used from any thread; the counters are atomics.
 unsafe impl Send for StreamState {}
@@ -47,6 +60,7 @@ impl StreamState {
             owned,
             queued: AtomicU64::new(0),
             completed: AtomicU64::new(0),
+            blocking: OnceLock::new(),
         }
     }
 
@@ -78,9 +92,13 @@ impl StreamState {
     /// stream's work is over one way or the other (done, or ended by the failure), so
     /// the watermark moves up in both cases.
     pub(crate) fn synchronize(&self) -> Result<()> {
+        self.synchronize_with(WaitPolicy::default())
+    }
+
+    /// [`StreamState::synchronize`], waiting as `policy` says.
+    pub(crate) fn synchronize_with(&self, policy: WaitPolicy) -> Result<()> {
         let upto = self.latest();
-        // SAFETY: `raw` is alive while `self` is (destroyed in Drop only).
-        let r = unsafe { result::stream_synchronize(self.raw) };
+        let r = self.wait(policy);
         if r.is_err() {
             if let Ok(_g) = self.ctx.enter() {
                 let _ = result::ctx_synchronize();
@@ -88,6 +106,47 @@ impl StreamState {
         }
         self.mark_complete(upto);
         r
+    }
+
+    /// Waits for the stream's work as `policy` says: polling with `cuStreamQuery`,
+    /// the driver's spinning `cuStreamSynchronize`, or blocking on the stream's
+    /// blocking-sync event.
+    fn wait(&self, policy: WaitPolicy) -> Result<()> {
+        // SAFETY: `raw` is alive while `self` is (destroyed in Drop only).
+        match wait::poll(policy, || unsafe { result::stream_query(self.raw) })? {
+            Then::Done => Ok(()),
+            // SAFETY: as above.
+            Then::Spin => unsafe { result::stream_synchronize(self.raw) },
+            Then::Block => self.block(),
+        }
+    }
+
+    /// Blocks until everything queued so far is done: records the stream's
+    /// blocking-sync event (made on first use) and waits on it.
+    fn block(&self) -> Result<()> {
+        let _g = self.ctx.enter()?;
+        let event = match self.blocking.get() {
+            Some(e) => e.0,
+            None => {
+                let e = result::event_create(
+                    cuda_sys::CU_EVENT_BLOCKING_SYNC | cuda_sys::CU_EVENT_DISABLE_TIMING,
+                )?;
+                if let Err(RawEvent(lost)) = self.blocking.set(RawEvent(e)) {
+                    // Another thread made one first: keep theirs.
+                    // SAFETY: `lost` was created just above and is used nowhere.
+                    if let Err(e) = unsafe { result::event_destroy(lost) } {
+                        deferred::record("cuEventDestroy", e);
+                    }
+                }
+                self.blocking.get().map_or(e, |e| e.0)
+            }
+        };
+        // SAFETY: the event lives as long as `self` (destroyed in Drop) and belongs
+        // to the stream's context, which is current; `raw` is alive.
+        unsafe {
+            result::event_record(event, self.raw)?;
+            result::event_synchronize(event)
+        }
     }
 
     /// Waits until ticket `t` is complete.
@@ -101,6 +160,13 @@ impl StreamState {
 
 impl Drop for StreamState {
     fn drop(&mut self) {
+        if let Some(RawEvent(e)) = self.blocking.take() {
+            let _g = self.ctx.enter();
+            // SAFETY: the event was made by `block` and is used by nothing else now.
+            if let Err(e) = unsafe { result::event_destroy(e) } {
+                deferred::record("cuEventDestroy", e);
+            }
+        }
         if self.owned {
             let g = self.ctx.enter();
             // SAFETY: we created the stream; this is the last reference to it (every

@@ -336,7 +336,8 @@ impl crate::StagingBuffer {
                     stream.memcpy_dtoh(src, &mut pinned.slice_mut(off..off + src.len())?)
                 })
         };
-        let r = queued.and_then(|()| stream.synchronize());
+        let wait = crate::waiting::for_bytes(self.wait, total);
+        let r = queued.and_then(|()| stream.synchronize_with(wait));
         self.finish_transfer();
         r?;
         self.stats.batched_transfers += 1;
@@ -396,8 +397,9 @@ impl crate::StagingBuffer {
                     stream.memcpy_htod(&pinned.slice(off..off + len)?, dst)
                 })
         };
-        let r = queued.and_then(|()| stream.synchronize());
         let copied: usize = batch.layout.lens.iter().sum();
+        let wait = crate::waiting::for_bytes(self.wait, copied);
+        let r = queued.and_then(|()| stream.synchronize_with(wait));
         self.finish_transfer();
         r?;
         self.stats.batched_transfers += 1;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use cuda_core::{Context, DeviceBuffer, DeviceView, DeviceViewMut, Result, Stream};
+use cuda_core::{Context, DeviceBuffer, DeviceView, DeviceViewMut, Result, Stream, WaitPolicy};
 
 use crate::burst::Burst;
 use crate::capacity::Capacity;
@@ -61,6 +61,8 @@ pub struct StagingBuffer {
     pub(crate) low_latency: bool,
     /// Batches go out as one `cuMemcpyBatchAsync` where the driver has it.
     pub(crate) batch_api: bool,
+    /// How this buffer's calls wait for the GPU (`crate::waiting`).
+    pub(crate) wait: WaitPolicy,
 }
 
 impl Default for StagingBuffer {
@@ -123,6 +125,7 @@ impl StagingBuffer {
             burst: Burst::default(),
             low_latency: false,
             batch_api: true,
+            wait: WaitPolicy::default(),
         }
     }
 
@@ -194,8 +197,9 @@ impl StagingBuffer {
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
+        let wait = crate::waiting::for_bytes(self.wait, bytes);
         let r = queue_filled_upload(pinned, bytes, dst, stream, fill)
-            .and_then(|()| stream.synchronize());
+            .and_then(|()| stream.synchronize_with(wait));
         self.finish_transfer();
         r?;
         self.stats.staged_transfers += 1;
@@ -221,9 +225,10 @@ impl StagingBuffer {
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
+        let wait = crate::waiting::for_bytes(self.wait, bytes);
         let r = stream
             .memcpy_dtoh(&src.as_bytes().slice(..bytes)?, pinned)
-            .and_then(|()| stream.synchronize());
+            .and_then(|()| stream.synchronize_with(wait));
         self.finish_transfer();
         r?;
         // Count only once the data is there, so an error leaves the counters alone.
@@ -350,6 +355,7 @@ impl StagingBuffer {
             stream,
             copier,
             plan,
+            wait: crate::waiting::for_bytes(self.wait, bytes),
         };
         let r = match leg {
             Leg::Upload { src, mut dst } => stage.upload(src, &mut dst),
@@ -425,6 +431,7 @@ impl fmt::Debug for StagingBuffer {
             .field("copy_threads", &self.copy_threads)
             .field("chunk_bytes", &self.chunk_bytes)
             .field("low_latency", &self.low_latency)
+            .field("wait", &self.wait)
             .field("stats", &self.stats)
             .finish()
     }

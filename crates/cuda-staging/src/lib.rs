@@ -204,6 +204,7 @@ mod settings;
 mod stats;
 mod sync;
 mod tuning;
+mod waiting;
 
 pub use batch::{DownloadBatch, Landed, Part, UploadBatch, MAX_BATCH_PARTS};
 pub use buffer::{default_copy_threads, StagingBuffer, DEFAULT_COPY_THREADS, MAX_COPY_THREADS};
@@ -213,7 +214,7 @@ pub use copy::copy_for_dma;
 pub use copy::copy_streaming;
 pub use cuda_core::{
     bytemuck, check_deferred_errors, Context, DeviceBuffer, Error, Event, HostRegistration,
-    PinnedBuffer, Result, Stream,
+    PinnedBuffer, Result, Stream, WaitPolicy, DEFAULT_SPIN,
 };
 pub use pipeline::PIPELINE_WINDOW_BYTES;
 pub use pool::{

@@ -7,7 +7,9 @@
 //! are on the link. A slot is reused only once the event recorded after its last DMA
 //! completed, and every DMA goes through `cuda-core`'s tracked stream operations.
 
-use cuda_core::{DeviceView, DeviceViewMut, Event, PinnedBuffer, PinnedViewMut, Result, Stream};
+use cuda_core::{
+    DeviceView, DeviceViewMut, Event, PinnedBuffer, PinnedViewMut, Result, Stream, WaitPolicy,
+};
 
 use crate::buffer::UPLOAD_MAX_THREADS;
 use crate::capacity::internal;
@@ -133,6 +135,8 @@ pub(crate) struct Stage<'a> {
     pub(crate) stream: &'a Stream,
     pub(crate) copier: Copier<'a>,
     pub(crate) plan: Plan,
+    /// How its waits wait (the whole transfer's allowance, `crate::waiting`).
+    pub(crate) wait: WaitPolicy,
 }
 
 impl Stage<'_> {
@@ -145,6 +149,7 @@ impl Stage<'_> {
             stream,
             copier,
             plan,
+            wait,
         } = self;
         let copier = copier.at_most(UPLOAD_MAX_THREADS);
         if plan.chunks == 1 {
@@ -154,7 +159,7 @@ impl Stage<'_> {
                 .last(true)
                 .copy(&mut slot[..bytes], src, streams(bytes));
             stream.memcpy_htod(&window.slice(..bytes)?, dst)?;
-            return stream.synchronize();
+            return stream.synchronize_with(wait);
         }
         let mut slots = slot_views(window, &plan)?;
         for k in 0..plan.chunks {
@@ -162,7 +167,7 @@ impl Stage<'_> {
             let slot = slots[s].as_mut().ok_or_else(|| internal("missing slot"))?;
             if plan.reuses() && k >= plan.slots {
                 // The DMA that last read this slot has completed after this.
-                events[s].synchronize()?;
+                events[s].synchronize_with(wait)?;
             }
             copier.last(k + 1 == plan.chunks).copy(
                 &mut slot.as_mut_slice()?[..len],
@@ -174,7 +179,7 @@ impl Stage<'_> {
                 events[s].record(stream)?;
             }
         }
-        stream.synchronize()
+        stream.synchronize_with(wait)
     }
 
     /// Stages `src` into `dst` (equal lengths), returning once every byte is there.
@@ -228,12 +233,13 @@ impl Stage<'_> {
             stream,
             copier,
             plan,
+            wait,
         } = self;
         let copier = copier.last(plan.chunks == 1);
         if plan.chunks == 1 && plan.bytes > GATED_COPY_OUT_MAX_BYTES {
             // One piece only because a chunk size was set: measured nowhere gated.
             stream.memcpy_dtoh(src, window)?;
-            stream.synchronize()?;
+            stream.synchronize_with(wait)?;
             copier.copy_out(dst, &window.as_slice()?[..plan.bytes]);
             return Ok(());
         }
@@ -252,7 +258,9 @@ impl Stage<'_> {
             // above); the window is read only after `synchronize` returned `Ok`,
             // when the DMA into it has landed, and nothing writes it while `self`
             // borrows it; it is pinned memory, never the caller's `dst`.
-            return unsafe { copier.copy_out_after(dst, landing, bytes, || stream.synchronize()) };
+            return unsafe {
+                copier.copy_out_after(dst, landing, bytes, || stream.synchronize_with(wait))
+            };
         }
         let mut slots = slot_views(window, &plan)?;
         let issue = |slots: &mut [Option<PinnedViewMut<'_, u8>>],
@@ -269,7 +277,7 @@ impl Stage<'_> {
         }
         for k in 0..plan.chunks {
             let (off, len, s) = plan.chunk(k);
-            events[s].synchronize()?;
+            events[s].synchronize_with(wait)?;
             let slot = slots[s].as_ref().ok_or_else(|| internal("missing slot"))?;
             copier
                 .last(k + 1 == plan.chunks)

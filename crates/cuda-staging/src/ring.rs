@@ -19,7 +19,7 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cuda_core::{Context, DeviceBuffer, Error, Event, PinnedBuffer, Result, Stream};
+use cuda_core::{Context, DeviceBuffer, Error, Event, PinnedBuffer, Result, Stream, WaitPolicy};
 
 use crate::batch::{DownloadBatch, Landed};
 use crate::buffer::default_copy_threads;
@@ -140,6 +140,8 @@ pub struct StagingRing {
     next: usize,
     stats: RingStats,
     copy_threads: usize,
+    /// How the ring's calls wait for the GPU (`crate::waiting`).
+    wait: WaitPolicy,
 }
 
 impl Default for StagingRing {
@@ -173,6 +175,7 @@ impl StagingRing {
             next: 0,
             stats: RingStats::default(),
             copy_threads: default_copy_threads(),
+            wait: WaitPolicy::default(),
         }
     }
 
@@ -200,12 +203,31 @@ impl StagingRing {
         self.copy_threads = threads.clamp(1, crate::MAX_COPY_THREADS);
     }
 
+    /// How the ring's waits ([`StagingRing::wait`], a full ring's next transfer,
+    /// [`StagingRing::synchronize`]) wait for the GPU; see
+    /// [`StagingRing::set_wait_policy`].
+    pub fn wait_policy(&self) -> WaitPolicy {
+        self.wait
+    }
+
+    /// Sets how the ring's waits wait for the GPU. The default,
+    /// [`WaitPolicy::default`], polls for [`crate::DEFAULT_SPIN`] plus the time the
+    /// awaited transfer takes on the link (at 32 GB/s), then sleeps until the GPU
+    /// signals: a wait for a download queued behind a model's run sleeps through
+    /// the run instead of spinning a core. [`WaitPolicy::Spin`] spins through every
+    /// wait (lowest latency, a core busy while the GPU works); [`WaitPolicy::Block`]
+    /// sleeps at once (no CPU, tens of µs of wake-up on every wait).
+    pub fn set_wait_policy(&mut self, policy: WaitPolicy) {
+        self.wait = policy;
+    }
+
     /// Waits for every queued transfer of the ring.
     pub fn synchronize(&mut self) -> Result<()> {
+        let wait = self.wait;
         for s in &mut self.slots {
             if s.in_flight {
                 if let Some(e) = &s.event {
-                    e.synchronize()?;
+                    e.synchronize_with(wait)?;
                 }
                 s.in_flight = false;
             }
@@ -423,7 +445,7 @@ impl StagingRing {
             });
         }
         if let Some(e) = &slot.event {
-            e.synchronize()?;
+            e.synchronize_with(crate::waiting::for_bytes(self.wait, bytes))?;
         }
         let pinned = slot.pinned.as_ref().ok_or_else(missing)?;
         Ok(&pinned.as_slice()?[..bytes])
@@ -441,7 +463,7 @@ impl StagingRing {
             if !done {
                 self.stats.slot_waits += 1;
                 if let Some(e) = &slot.event {
-                    e.synchronize()?;
+                    e.synchronize_with(self.wait)?;
                 }
             }
             slot.in_flight = false;

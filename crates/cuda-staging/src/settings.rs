@@ -4,7 +4,7 @@
 use crate::buffer::MAX_COPY_THREADS;
 use crate::pipeline::PIPELINE_WINDOW_BYTES;
 use crate::routing::{Direction, PerDirection};
-use crate::StagingBuffer;
+use crate::{StagingBuffer, WaitPolicy};
 
 impl StagingBuffer {
     /// The routing threshold of `upload` / `download`: transfers of at most this many
@@ -74,6 +74,24 @@ impl StagingBuffer {
     /// wins after gaps too).
     pub fn set_driver_after_gap(&mut self, on: bool) {
         self.routing.driver_after_gap = on;
+    }
+
+    /// How this buffer's calls wait for the GPU; see
+    /// [`StagingBuffer::set_wait_policy`].
+    pub fn wait_policy(&self) -> WaitPolicy {
+        self.wait
+    }
+
+    /// Sets how this buffer's calls wait for their transfers to land. The default,
+    /// [`WaitPolicy::default`], polls for [`crate::DEFAULT_SPIN`] plus the time the
+    /// transfer itself takes on the link (at 32 GB/s), then sleeps until the GPU
+    /// signals: a transfer with nothing queued ahead of it keeps a spinning wait's
+    /// latency, and one queued behind a model's run sleeps through the run instead
+    /// of spinning a core. [`WaitPolicy::Spin`] spins through every wait (lowest
+    /// latency, a core busy while the GPU works); [`WaitPolicy::Block`] sleeps at
+    /// once (no CPU while waiting, tens of µs of wake-up on every transfer).
+    pub fn set_wait_policy(&mut self, policy: WaitPolicy) {
+        self.wait = policy;
     }
 
     /// Threads (the calling one included) that share a large host copy.

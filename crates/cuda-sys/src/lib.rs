@@ -63,6 +63,9 @@ pub const CU_STREAM_NON_BLOCKING: c_uint = 1;
 pub const CU_EVENT_DISABLE_TIMING: c_uint = 2;
 /// `CU_EVENT_DEFAULT`.
 pub const CU_EVENT_DEFAULT: c_uint = 0;
+/// `CU_EVENT_BLOCKING_SYNC`: `cuEventSynchronize` on the event blocks the calling
+/// thread instead of spinning.
+pub const CU_EVENT_BLOCKING_SYNC: c_uint = 1;
 /// `CU_POINTER_ATTRIBUTE_CONTEXT`.
 pub const CU_POINTER_ATTRIBUTE_CONTEXT: c_int = 1;
 /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`.

@@ -1,0 +1,48 @@
+//! How the staging calls wait for the GPU: each wait polls for its
+//! [`WaitPolicy`]'s spin plus the time the transfer's own copies take on the link,
+//! then blocks. A transfer with nothing queued ahead of it is done within that and
+//! keeps a spinning wait's latency; one queued behind a model's run sleeps through
+//! the run instead of spinning a core for it.
+
+use std::time::Duration;
+
+use cuda_core::WaitPolicy;
+
+/// The link speed a wait assumes for the transfer's own copies, in bytes per µs
+/// (32 GB/s). The H200 host's PCIe Gen5 link moves 45-50 GB/s from pinned memory
+/// (4915200 B in 96-110 µs), so a lone transfer there is done well within its
+/// allowance; on a Gen4 link (about 25 GB/s) the default [`cuda_core::DEFAULT_SPIN`]
+/// covers the difference up to a few MiB.
+pub(crate) const LINK_BYTES_PER_US: u64 = 32_000;
+
+/// `policy` for a wait whose own work moves `bytes` over the link: a
+/// [`WaitPolicy::Hybrid`] polls for that much longer (see the module docs).
+pub(crate) fn for_bytes(policy: WaitPolicy, bytes: usize) -> WaitPolicy {
+    policy.spinning_longer(link_time(bytes))
+}
+
+/// How long `bytes` take on the link at [`LINK_BYTES_PER_US`].
+pub(crate) fn link_time(bytes: usize) -> Duration {
+    Duration::from_micros((bytes as u64).div_ceil(LINK_BYTES_PER_US))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hybrid_wait_polls_for_the_transfer_s_own_link_time_too() {
+        assert_eq!(link_time(0), Duration::ZERO);
+        assert_eq!(link_time(1), Duration::from_micros(1));
+        assert_eq!(link_time(4_915_200), Duration::from_micros(154));
+        let spin = cuda_core::DEFAULT_SPIN;
+        assert_eq!(
+            for_bytes(WaitPolicy::default(), 150_528),
+            WaitPolicy::Hybrid {
+                spin: spin + Duration::from_micros(5)
+            }
+        );
+        assert_eq!(for_bytes(WaitPolicy::Spin, 1 << 30), WaitPolicy::Spin);
+        assert_eq!(for_bytes(WaitPolicy::Block, 1 << 30), WaitPolicy::Block);
+    }
+}

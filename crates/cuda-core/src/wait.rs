@@ -16,13 +16,12 @@ use std::time::{Duration, Instant};
 
 use crate::error::Result;
 
-/// How long [`WaitPolicy::default`] polls before it blocks.
-///
-/// Chosen on the 16-core H200 host, where a blocked wait woke up about 10-30 µs
-/// after the GPU finished (`cargo xtask bench`'s `pipeline-gpu-heavy` scenario
-/// shows what the default costs against a spinning wait). The staging calls of
-/// `cuda-staging` add to it the time their own copies take on the link, so that a
-/// transfer with nothing queued ahead of it never blocks.
+/// How long [`WaitPolicy::default`] polls before it blocks: long enough that a
+/// short wait ends while polling (the staging calls of `cuda-staging` add the time
+/// their own copies take on the link, so a transfer with nothing queued ahead of it
+/// never blocks), short against the waits worth sleeping through (a model's run of
+/// a millisecond or more). `cargo xtask bench` measures what it costs against a
+/// spinning wait (`pipeline-gpu-heavy` and `behind-work` in `docs/measurements.md`).
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
 
 /// How a thread waits for queued GPU work (see the module docs).

@@ -211,10 +211,9 @@ impl StagingRing {
     }
 
     /// Sets how the ring's waits wait for the GPU. The default,
-    /// [`WaitPolicy::default`], polls for [`crate::DEFAULT_SPIN`] plus the time the
-    /// awaited transfer takes on the link (at 32 GB/s), then sleeps until the GPU
-    /// signals: a wait for a download queued behind a model's run sleeps through
-    /// the run instead of spinning a core. [`WaitPolicy::Spin`] spins through every
+    /// [`WaitPolicy::default`], polls for [`crate::DEFAULT_SPIN`], then sleeps until
+    /// the GPU signals: a wait for a download queued behind a model's run sleeps
+    /// through the run instead of spinning a core. [`WaitPolicy::Spin`] spins through every
     /// wait (lowest latency, a core busy while the GPU works); [`WaitPolicy::Block`]
     /// sleeps at once (no CPU, tens of µs of wake-up on every wait).
     pub fn set_wait_policy(&mut self, policy: WaitPolicy) {
@@ -445,7 +444,8 @@ impl StagingRing {
             });
         }
         if let Some(e) = &slot.event {
-            e.synchronize_with(crate::waiting::for_bytes(self.wait, bytes))?;
+            // Queued a frame ago: its own DMA has had its time (`crate::waiting`).
+            e.synchronize_with(self.wait)?;
         }
         let pinned = slot.pinned.as_ref().ok_or_else(missing)?;
         Ok(&pinned.as_slice()?[..bytes])

@@ -84,7 +84,7 @@ impl StagingBuffer {
 
     /// Sets how this buffer's calls wait for their transfers to land. The default,
     /// [`WaitPolicy::default`], polls for [`crate::DEFAULT_SPIN`] plus the time the
-    /// transfer itself takes on the link (at 32 GB/s), then sleeps until the GPU
+    /// transfer itself takes on the link (at 40 GB/s), then sleeps until the GPU
     /// signals: a transfer with nothing queued ahead of it keeps a spinning wait's
     /// latency, and one queued behind a model's run sleeps through the run instead
     /// of spinning a core. [`WaitPolicy::Spin`] spins through every wait (lowest

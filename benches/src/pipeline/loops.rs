@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 use cuda_core::Error;
-use cuda_staging::BatchTicket;
+use cuda_staging::{BatchTicket, WaitPolicy};
 
 use super::cpu::{postprocess, preprocess, Outputs, INPUT_LEN, SOURCE_FRAMES};
 use super::device::OutputParts;
@@ -36,6 +36,10 @@ pub enum LoopColumn {
     /// Two [`cuda_staging::StagingRing`]s: frame k's GPU work overlaps the CPU work
     /// on its neighbours.
     Ring,
+    /// [`LoopColumn::Ring`] with both rings waiting by spinning
+    /// ([`cuda_staging::WaitPolicy::Spin`]) instead of the default poll-then-block
+    /// (`pipeline-gpu-heavy` only).
+    RingSpin,
 }
 
 impl LoopColumn {
@@ -46,12 +50,22 @@ impl LoopColumn {
         LoopColumn::Ring,
     ];
 
+    /// The `pipeline-gpu-heavy` loops, in run order (the two rings one after the
+    /// other).
+    pub const GPU_HEAVY: [LoopColumn; 4] = [
+        LoopColumn::PageableSync,
+        LoopColumn::StagingSync,
+        LoopColumn::RingSpin,
+        LoopColumn::Ring,
+    ];
+
     /// The column name in records and tables.
     pub fn name(self) -> &'static str {
         match self {
             LoopColumn::PageableSync => "pageable-sync",
             LoopColumn::StagingSync => "staging-sync",
             LoopColumn::Ring => "ring",
+            LoopColumn::RingSpin => "ring-spin",
         }
     }
 }
@@ -149,6 +163,15 @@ impl Workload<'_> {
                 }
             }
             LoopColumn::Ring => self.ring_frames(total, &mut done)?,
+            LoopColumn::RingSpin => {
+                let before = (self.up.wait_policy(), self.down.wait_policy());
+                self.up.set_wait_policy(WaitPolicy::Spin);
+                self.down.set_wait_policy(WaitPolicy::Spin);
+                let r = self.ring_frames(total, &mut done);
+                self.up.set_wait_policy(before.0);
+                self.down.set_wait_policy(before.1);
+                r?;
+            }
         }
         let (mut times, wall) = frame_times(&done.at, first, frames)
             .ok_or_else(|| format!("{}: no frames timed", column.name()))?;
@@ -258,6 +281,8 @@ mod tests {
     fn loops_are_named_as_in_the_records() {
         let names: Vec<&str> = LoopColumn::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(names, ["pageable-sync", "staging-sync", "ring"]);
+        assert_eq!(LoopColumn::RingSpin.name(), "ring-spin");
+        assert!(LoopColumn::GPU_HEAVY.contains(&LoopColumn::RingSpin));
     }
 
     #[test]

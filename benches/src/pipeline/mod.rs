@@ -18,11 +18,13 @@
 //! | [`stages`] | each stage timed alone; sizing the model so GPU ≈ CPU |
 //! | [`loops`] | `pageable-sync`, `staging-sync`, `ring` |
 //! | [`batch`] | the `batch` scenario |
+//! | [`behind_work`] | the `behind-work` scenario: a download queued behind GPU work, under each wait policy |
 //! | [`report`] | records, tables, targets |
 //!
 //! [`run`] runs it all in bench order; the example runs the loops alone.
 
 pub mod batch;
+pub mod behind_work;
 pub mod cpu;
 pub mod device;
 pub mod log_tables;
@@ -59,6 +61,8 @@ pub struct PipelineSettings {
     pub batch_reps: usize,
     /// Bytes of each of the stand-in model's two scratch buffers.
     pub scratch_bytes: usize,
+    /// Timed repetitions of each `behind-work` cell (every policy each).
+    pub behind_work_reps: usize,
 }
 
 impl PipelineSettings {
@@ -73,6 +77,7 @@ impl PipelineSettings {
             batch_warmup: 20,
             batch_reps: 1000,
             scratch_bytes: device::SCRATCH_BYTES,
+            behind_work_reps: 100,
         }
     }
 
@@ -85,6 +90,7 @@ impl PipelineSettings {
             stage_samples: 10,
             batch_warmup: 5,
             batch_reps: 200,
+            behind_work_reps: 20,
             ..PipelineSettings::full()
         }
     }
@@ -98,6 +104,7 @@ impl PipelineSettings {
             stage_samples: 3,
             batch_warmup: 1,
             batch_reps: 5,
+            behind_work_reps: 2,
             ..PipelineSettings::full()
         }
     }
@@ -141,8 +148,13 @@ pub struct PipelineResults {
     pub staging_stats: Option<StagingStats>,
     /// The upload and download rings' stats after the `ring` loop.
     pub ring_stats: Option<(RingStats, RingStats)>,
+    /// `pipeline-gpu-heavy`: the stages timed with its work, and its loops in
+    /// [`LoopColumn::GPU_HEAVY`] order.
+    pub gpu_heavy: Option<(StageTimes, Vec<LoopRun>)>,
     /// The batch scenario's columns.
     pub batch: Vec<BatchRun>,
+    /// The `behind-work` records.
+    pub behind_work: Vec<behind_work::BehindWorkRecord>,
     /// What stopped the run.
     pub failed: Option<String>,
 }
@@ -150,10 +162,19 @@ pub struct PipelineResults {
 impl PipelineResults {
     /// The `pipeline` records (none before the stages are timed).
     pub fn fps_records(&self) -> Vec<FpsRecord> {
-        self.stages
+        let mut records = self
+            .stages
             .as_ref()
             .map(|s| report::fps_records(s, &self.loops))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Some((stages, loops)) = &self.gpu_heavy {
+            records.extend(
+                report::fps_records(stages, loops)
+                    .into_iter()
+                    .map(|r| r.in_scenario(report::GPU_HEAVY_SCENARIO)),
+            );
+        }
+        records
     }
 
     /// The `batch` records.
@@ -167,6 +188,7 @@ impl PipelineResults {
             .into_iter()
             .map(Record::Fps)
             .chain(self.batch_records().into_iter().map(Record::Batch))
+            .chain(self.behind_work.iter().cloned().map(Record::BehindWork))
             .collect()
     }
 
@@ -220,10 +242,37 @@ pub fn run(
         results.failed = Some(e);
         return results;
     }
+    if let Err(e) = run_gpu_heavy(gpu, settings, &mut results, &mut progress) {
+        results.failed = Some(e);
+        return results;
+    }
     match batch::run(gpu, settings.batch_warmup, settings.batch_reps) {
         Ok(b) => {
             results.batch = b;
             progress("batch: every column checked before and after timing");
+        }
+        Err(e) => {
+            results.failed = Some(e);
+            return results;
+        }
+    }
+    match behind_work::run(
+        gpu,
+        5.min(settings.behind_work_reps),
+        settings.behind_work_reps,
+    ) {
+        Ok(b) => {
+            for r in &b {
+                progress(&format!(
+                    "behind-work {} B behind {:.0} us of GPU work, {}: p50 {:.0} us, cpu {} us",
+                    r.bytes,
+                    r.gpu_work_us,
+                    r.column,
+                    r.median_us,
+                    r.cpu_us.map_or_else(|| "-".into(), |c| format!("{c:.0}"))
+                ));
+            }
+            results.behind_work = b;
         }
         Err(e) => results.failed = Some(e),
     }
@@ -280,9 +329,39 @@ fn run_pipeline(
             LoopColumn::Ring => {
                 results.ring_stats = Some((w.upload_ring().stats(), w.download_ring().stats()));
             }
-            LoopColumn::PageableSync => {}
+            LoopColumn::PageableSync | LoopColumn::RingSpin => {}
         }
     }
+    Ok(())
+}
+
+/// `pipeline-gpu-heavy`: the model resized to a GPU stage of about twice the CPU
+/// stage (from the stages `run_pipeline` timed), then [`LoopColumn::GPU_HEAVY`].
+fn run_gpu_heavy(
+    gpu: &Gpu,
+    settings: &PipelineSettings,
+    results: &mut PipelineResults,
+    progress: &mut impl FnMut(&str),
+) -> Result<(), String> {
+    let stages = results
+        .stages
+        .ok_or_else(|| "pipeline-gpu-heavy: the pipeline's stages were not timed".to_string())?;
+    let mut w = Workload::new(gpu, settings.scratch_bytes)?;
+    let heavy = w.calibrate_gpu_heavy(&stages, settings.stage_samples, &mut *progress)?;
+    let mut loops = Vec::with_capacity(LoopColumn::GPU_HEAVY.len());
+    for column in LoopColumn::GPU_HEAVY {
+        let run = w.run_loop(column, settings.warmup_frames, settings.frames)?;
+        progress(&format!(
+            "pipeline-gpu-heavy {}: {:.1} frames/s, p50 {:.0} us, cpu {} us per frame, \
+             every frame checked",
+            column.name(),
+            run.fps,
+            run.frame_time.p50_us(),
+            run.cpu_us.map_or_else(|| "-".into(), |c| format!("{c:.0}"))
+        ));
+        loops.push(run);
+    }
+    results.gpu_heavy = Some((heavy, loops));
     Ok(())
 }
 

@@ -34,15 +34,20 @@ pub const PIPELINE_FILE: &str = "pipeline.json";
 
 /// The scenario of the frame-loop columns.
 pub const PIPELINE_SCENARIO: &str = "pipeline";
+/// The same pipeline with a GPU stage about twice its CPU stage, where the ring
+/// waits for the GPU on every frame (with `ring-spin`, the ring spinning through
+/// those waits).
+pub const GPU_HEAVY_SCENARIO: &str = "pipeline-gpu-heavy";
 /// The scenario of the batched downloads.
 pub const BATCH_SCENARIO: &str = "batch";
 
-/// One column of the `pipeline` scenario.
+/// One column of the `pipeline` or `pipeline-gpu-heavy` scenario.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FpsRecord {
-    /// Always `pipeline`.
+    /// [`PIPELINE_SCENARIO`] or [`GPU_HEAVY_SCENARIO`].
     pub scenario: &'static str,
-    /// `pageable-sync`, `staging-sync`, `ring`, `ideal`, `cpu-stage` or `gpu-stage`.
+    /// `pageable-sync`, `staging-sync`, `ring`, `ring-spin`, `ideal`, `cpu-stage` or
+    /// `gpu-stage`.
     pub column: &'static str,
     /// Frames per second.
     pub fps: f64,
@@ -79,6 +84,11 @@ impl FpsRecord {
     /// its median.
     pub fn of_stage(column: &'static str, s: &Summary, cpu_us: Option<f64>) -> FpsRecord {
         FpsRecord::timed(column, 1e6 / s.p50_us().max(f64::MIN_POSITIVE), s, cpu_us)
+    }
+
+    /// The same record in `scenario`.
+    pub fn in_scenario(self, scenario: &'static str) -> FpsRecord {
+        FpsRecord { scenario, ..self }
     }
 
     /// `ideal`: one over the slower stage's median.
@@ -153,6 +163,8 @@ pub enum Record {
     Fps(FpsRecord),
     /// A `batch` column.
     Batch(BatchRecord),
+    /// A `behind-work` column.
+    BehindWork(super::behind_work::BehindWorkRecord),
 }
 
 /// Which way a target bounds its ratio.
@@ -195,8 +207,15 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 /// Issue 13's targets, from the records (frame-time and allocation targets aside:
 /// those need no ratio or a GPU test).
 pub fn targets(fps: &[FpsRecord], batch: &[BatchRecord]) -> Vec<Target> {
-    let find = |c: &str| fps.iter().find(|r| r.column == c);
+    let find = |c: &str| {
+        fps.iter()
+            .find(|r| r.scenario == PIPELINE_SCENARIO && r.column == c)
+    };
     let fps_of = |c: &str| find(c).map(|r| r.fps);
+    let heavy = |c: &str| {
+        fps.iter()
+            .find(|r| r.scenario == GPU_HEAVY_SCENARIO && r.column == c)
+    };
     let median = |c: &str| batch.iter().find(|r| r.column == c).map(|r| r.median_us);
     let ring = find("ring");
     vec![
@@ -217,6 +236,24 @@ pub fn targets(fps: &[FpsRecord], batch: &[BatchRecord]) -> Vec<Target> {
             ratio: ratio(ring.and_then(|r| r.p99_us), ring.and_then(|r| r.p50_us)),
             bound: Bound::AtMost,
             limit: 1.5,
+        },
+        Target {
+            what: "gpu-heavy: ring CPU / cpu-stage CPU (per frame)",
+            ratio: ratio(
+                heavy("ring").and_then(|r| r.cpu_us),
+                heavy("cpu-stage").and_then(|r| r.cpu_us),
+            ),
+            bound: Bound::AtMost,
+            limit: 1.15,
+        },
+        Target {
+            what: "gpu-heavy: ring / ring-spin (frames/s)",
+            ratio: ratio(
+                heavy("ring").map(|r| r.fps),
+                heavy("ring-spin").map(|r| r.fps),
+            ),
+            bound: Bound::AtLeast,
+            limit: 0.97,
         },
         Target {
             what: "batched / largest-alone (median)",
@@ -369,20 +406,55 @@ pub(crate) mod tests {
 
     #[test]
     fn targets_divide_the_right_columns() {
-        let fps = fps_records(&stages(), &loops());
+        let mut fps = fps_records(&stages(), &loops());
+        // The GPU-heavy scenario: the same records renamed, the ring-spin column the
+        // ring's at 245 frames/s.
+        let mut heavy: Vec<FpsRecord> = fps
+            .iter()
+            .cloned()
+            .map(|r| r.in_scenario(GPU_HEAVY_SCENARIO))
+            .collect();
+        let spin = FpsRecord {
+            column: "ring-spin",
+            fps: 245.0,
+            ..heavy[2].clone()
+        };
+        heavy.push(spin);
+        fps.extend(heavy);
         let t = targets(&fps, &batch());
         let ratios: Vec<f64> = t.iter().map(|t| t.ratio.unwrap()).collect();
+        let ring_cpu = fps[2].cpu_us.unwrap();
+        let stage_cpu = fps[4].cpu_us.unwrap();
+        assert_eq!(fps[2].column, "ring");
+        assert_eq!(fps[4].column, "cpu-stage");
         let want = [
             240.0 / 250.0,
             240.0 / 125.0,
             5000.0 / 4100.0,
+            ring_cpu / stage_cpu,
+            240.0 / 245.0,
             20.0 / 16.0,
             3.0,
         ];
+        assert_eq!(ratios.len(), want.len());
         for (got, want) in ratios.iter().zip(want) {
             assert!((got - want).abs() < 1e-9, "{ratios:?}");
         }
-        assert!(t.iter().all(|t| t.met() == Some(true)), "{t:?}");
+        let met: Vec<Option<bool>> = t.iter().map(Target::met).collect();
+        let ring_cpu_met = ring_cpu / stage_cpu <= 1.15;
+        assert_eq!(
+            met,
+            [
+                Some(true),
+                Some(true),
+                Some(true),
+                Some(ring_cpu_met),
+                Some(true),
+                Some(true),
+                Some(true)
+            ],
+            "{t:?}"
+        );
         let table = targets_table(&t);
         assert!(table.contains("ring / ideal (frames/s)"), "{table}");
         assert!(table.contains("0.96x (target >= 0.90) met"), "{table}");
@@ -393,7 +465,7 @@ pub(crate) mod tests {
         // A missed bound says so.
         let slow = Target {
             ratio: Some(1.4),
-            ..t[4].clone()
+            ..t[6].clone()
         };
         assert_eq!(slow.met(), Some(false));
     }

@@ -43,6 +43,9 @@ pub const CALIBRATION_STEPS: usize = 4;
 pub const CALIBRATION_TOLERANCE: f64 = 0.03;
 /// The work never exceeds this many scratch copies.
 pub const MAX_WORK_COPIES: usize = 64;
+/// `pipeline-gpu-heavy`: the GPU stage is sized to this many times the CPU stage, so
+/// that the ring waits for the GPU on every frame, about a CPU stage long.
+pub const GPU_HEAVY_FACTOR: f64 = 2.0;
 
 /// The two stages timed alone, and the work that sized the GPU stage.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -321,6 +324,60 @@ impl Workload<'_> {
             work_copies: work.copies(scratch),
             scratch_copy,
             process_cpu,
+        })
+    }
+}
+
+impl Workload<'_> {
+    /// Sizes the stand-in model for the `pipeline-gpu-heavy` scenario: a GPU stage
+    /// of about [`GPU_HEAVY_FACTOR`] times the CPU stage of `stages` (from
+    /// [`Workload::calibrate`]), in at most [`CALIBRATION_STEPS`] tries. Sets the
+    /// loops' work to it and returns the stages timed with it.
+    pub fn calibrate_gpu_heavy(
+        &mut self,
+        stages: &StageTimes,
+        samples: usize,
+        mut progress: impl FnMut(&str),
+    ) -> Result<StageTimes, String> {
+        let scratch = self.dev.scratch_bytes();
+        let target = stages.cpu.p50.mul_f64(GPU_HEAVY_FACTOR);
+        let bare = stages.bare_gpu.p50;
+        let mut work = if stages.work == Work::NONE || stages.gpu.p50 <= bare {
+            let copy = stages.scratch_copy.as_secs_f64().max(f64::MIN_POSITIVE);
+            let factor = target.saturating_sub(bare).as_secs_f64() / copy;
+            Work::scaled(scratch, factor.min(MAX_WORK_COPIES as f64))
+        } else {
+            resize_work(stages.work, scratch, target, bare, stages.gpu.p50)
+        };
+        let (mut cpu, mut gpu, mut process_cpu);
+        let mut step = 1;
+        loop {
+            (cpu, gpu, process_cpu) = self.time_stages(work, samples)?;
+            let off = gpu.p50.as_secs_f64() / target.as_secs_f64().max(f64::MIN_POSITIVE) - 1.0;
+            progress(&format!(
+                "sizing the GPU-heavy work, step {step}: {} MiB in {} copies -> gpu-stage p50 \
+                 {:.0} us for a target of {:.0} us ({:+.1}%)",
+                work.bytes >> 20,
+                work.copies(scratch),
+                gpu.p50_us(),
+                target.as_secs_f64() * 1e6,
+                off * 100.0
+            ));
+            let next = resize_work(work, scratch, target, bare, gpu.p50);
+            if off.abs() <= CALIBRATION_TOLERANCE || step == CALIBRATION_STEPS || next == work {
+                break;
+            }
+            work = next;
+            step += 1;
+        }
+        self.work = work;
+        Ok(StageTimes {
+            cpu,
+            gpu,
+            work,
+            work_copies: work.copies(scratch),
+            process_cpu,
+            ..*stages
         })
     }
 }

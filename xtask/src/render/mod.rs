@@ -26,6 +26,7 @@ mod scaling;
 mod scenario_tables;
 mod tables;
 mod targets;
+mod waits;
 
 use std::fmt::Write as _;
 use std::fs;

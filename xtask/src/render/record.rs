@@ -64,11 +64,15 @@ pub(super) const FOUR_PIPELINES: &str = "four-pipelines";
 pub(super) const PIPELINE: &str = "pipeline";
 /// The scenario of several downloads per frame, separate or batched.
 pub(super) const BATCH: &str = "batch";
+/// The pipeline with a GPU stage about twice its CPU stage (the wait policy's).
+pub(super) const GPU_HEAVY: &str = "pipeline-gpu-heavy";
+/// A download queued behind GPU work, under each wait policy.
+pub(super) const BEHIND_WORK: &str = "behind-work";
 /// The scenario of one GPU against all GPUs, one thread each.
 pub(super) const SCALING: &str = "scaling";
 
 /// Every scenario the tables know, in document order, with its columns in table order.
-const SCENARIO_COLUMNS: [(&str, &[&str]); 9] = [
+const SCENARIO_COLUMNS: [(&str, &[&str]); 11] = [
     (FRAME_LOOP_SCENARIOS[0].0, FRAME_LOOP_COLUMNS),
     (FRAME_LOOP_SCENARIOS[1].0, FRAME_LOOP_COLUMNS),
     (FRAME_LOOP_SCENARIOS[2].0, FRAME_LOOP_COLUMNS),
@@ -93,6 +97,19 @@ const SCENARIO_COLUMNS: [(&str, &[&str]); 9] = [
         BATCH,
         &["separate", "batched", "batched-queued", "largest-alone"],
     ),
+    (
+        GPU_HEAVY,
+        &[
+            "pageable-sync",
+            "staging-sync",
+            "ring-spin",
+            "ring",
+            "ideal",
+            "cpu-stage",
+            "gpu-stage",
+        ],
+    ),
+    (BEHIND_WORK, &["spin", "default", "block"]),
     (SCALING, &["resident", "copy-in"]),
 ];
 

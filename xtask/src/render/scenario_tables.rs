@@ -37,6 +37,7 @@ pub(super) fn sections(records: &[ScenarioRecord]) -> String {
         four_pipelines(records),
         pipeline(records),
         batch(records),
+        super::waits::waits(records),
         super::scaling::scaling(records),
     ]
     .concat()
@@ -94,7 +95,7 @@ pub(super) fn section(title: &str, note: &str, body: String) -> String {
 
 /// A table of one row per record: the column's name, then `cells(record)` under
 /// `headers` (after "column"), then the samples line; empty without records.
-fn per_column_table(
+pub(super) fn per_column_table(
     records: &[&ScenarioRecord],
     headers: &[&str],
     cells: impl Fn(&ScenarioRecord) -> Vec<String>,

@@ -84,6 +84,48 @@ pub struct LoopRun {
     pub cpu_us: Option<f64>,
 }
 
+/// Where the calling thread's time went in a ring loop, summed over its frames: the
+/// upload (the preprocessing inside its fill, and queueing it), the wait for a
+/// frame's outputs, and the post-processing with its check. Thread CPU
+/// (`CLOCK_THREAD_CPUTIME_ID`) and wall time; zero where the clock is unavailable.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RingSplit {
+    /// Frames summed.
+    pub frames: u32,
+    /// The upload's thread CPU.
+    pub upload_cpu: Duration,
+    /// The wait's wall time.
+    pub wait_wall: Duration,
+    /// The wait's thread CPU.
+    pub wait_cpu: Duration,
+    /// The post-processing's thread CPU.
+    pub post_cpu: Duration,
+}
+
+impl RingSplit {
+    /// Per frame, µs: (upload CPU, wait wall, wait CPU, post-processing CPU).
+    pub fn per_frame_us(&self) -> (f64, f64, f64, f64) {
+        let n = f64::from(self.frames.max(1));
+        let us = |d: Duration| d.as_secs_f64() * 1e6 / n;
+        (
+            us(self.upload_cpu),
+            us(self.wait_wall),
+            us(self.wait_cpu),
+            us(self.post_cpu),
+        )
+    }
+}
+
+/// The calling thread's CPU time spent in `f`, and its result.
+fn thread_cpu_of<R>(f: impl FnOnce() -> R) -> (Duration, R) {
+    let c0 = cpu_time::thread_cpu();
+    let r = f();
+    (
+        cpu_time::elapsed(c0, cpu_time::thread_cpu()).unwrap_or_default(),
+        r,
+    )
+}
+
 /// When each frame completed, and the process's CPU time then.
 #[derive(Debug, Default)]
 pub struct Completions {
@@ -234,15 +276,19 @@ impl Workload<'_> {
     /// `total` frames through the rings, pushing each completion into `done`.
     fn ring_frames(&mut self, total: usize, done: &mut Completions) -> Result<(), String> {
         let s = &self.gpu.stream;
+        self.ring_split = RingSplit::default();
         let mut pending: Option<(usize, BatchTicket, OutputParts)> = None;
         for k in 0..total {
             let e = |e: Error| format!("ring frame {k}: {e}");
             let frame = &self.frames[k % SOURCE_FRAMES];
-            self.up
-                .upload_with(&mut self.dev.input, INPUT_LEN, s, |px: &mut [f32]| {
-                    preprocess(frame, px)
-                })
-                .map_err(e)?;
+            let (cpu, r) = thread_cpu_of(|| {
+                self.up
+                    .upload_with(&mut self.dev.input, INPUT_LEN, s, |px: &mut [f32]| {
+                        preprocess(frame, px)
+                    })
+            });
+            self.ring_split.upload_cpu += cpu;
+            r.map_err(e)?;
             self.dev.queue_work(s, self.work).map_err(e)?;
             let (batch, parts) = self.dev.output_batch().map_err(e)?;
             let ticket = self.down.download_batch(&batch, s).map_err(e)?;
@@ -267,9 +313,20 @@ impl Workload<'_> {
         parts: &OutputParts,
     ) -> Result<(), String> {
         let e = |e: Error| format!("ring frame {k}: {e}");
-        let landed = self.down.wait_batch(ticket).map_err(e)?;
-        let sum = postprocess(&parts.outputs(&landed).map_err(e)?, &mut self.best);
-        check_frame(&self.expected, "ring", k, sum)
+        let t0 = Instant::now();
+        let (wait_cpu, landed) = thread_cpu_of(|| self.down.wait_batch(ticket));
+        self.ring_split.wait_wall += t0.elapsed();
+        self.ring_split.wait_cpu += wait_cpu;
+        let landed = landed.map_err(e)?;
+        let best = &mut self.best;
+        let (post_cpu, sum) = thread_cpu_of(|| {
+            parts
+                .outputs(&landed)
+                .map(|outputs| postprocess(&outputs, best))
+        });
+        self.ring_split.post_cpu += post_cpu;
+        self.ring_split.frames += 1;
+        check_frame(&self.expected, "ring", k, sum.map_err(e)?)
     }
 }
 

@@ -323,6 +323,14 @@ fn run_pipeline(
             run.frame_time.p50_us(),
             run.frame_time.p99_us()
         ));
+        if column == LoopColumn::Ring {
+            let (up, wait_wall, wait_cpu, post) = w.ring_split.per_frame_us();
+            progress(&format!(
+                "ring: the calling thread per frame: upload (with preprocessing) {up:.0} us \
+                 of CPU, wait {wait_wall:.0} us for {wait_cpu:.0} us of CPU, \
+                 post-processing {post:.0} us of CPU"
+            ));
+        }
         results.loops.push(run);
         match column {
             LoopColumn::StagingSync => results.staging_stats = Some(w.staging().stats()),
@@ -359,6 +367,15 @@ fn run_gpu_heavy(
             run.frame_time.p50_us(),
             run.cpu_us.map_or_else(|| "-".into(), |c| format!("{c:.0}"))
         ));
+        if matches!(column, LoopColumn::Ring | LoopColumn::RingSpin) {
+            let (up, wait_wall, wait_cpu, post) = w.ring_split.per_frame_us();
+            progress(&format!(
+                "pipeline-gpu-heavy {}: the calling thread per frame: upload (with \
+                 preprocessing) {up:.0} us of CPU, wait {wait_wall:.0} us for {wait_cpu:.0} us \
+                 of CPU, post-processing {post:.0} us of CPU",
+                column.name()
+            ));
+        }
         loops.push(run);
     }
     results.gpu_heavy = Some((heavy, loops));

@@ -62,6 +62,8 @@ pub struct Workload<'g> {
     pub(super) staging: StagingBuffer,
     /// The `ring` loop's uploads.
     pub(super) up: StagingRing,
+    /// Where the calling thread's time went in the last ring loop.
+    pub(super) ring_split: super::loops::RingSplit,
     /// The `ring` loop's downloads.
     pub(super) down: StagingRing,
 }
@@ -114,6 +116,7 @@ impl<'g> Workload<'g> {
             staging: StagingBuffer::new(),
             up,
             down: StagingRing::new(),
+            ring_split: super::loops::RingSplit::default(),
         })
     }
 

@@ -134,12 +134,15 @@ fn staging_calls_behind_long_work_sleep_unless_told_to_spin_and_deliver_the_data
             assert_eq!(staging.wait_policy(), policy);
             let label = |call: &str| format!("{call} {bytes} B, {policy:?}");
 
+            // The fill copies data made beforehand: generating a pattern of MiBs
+            // inside it would be CPU of its own in the measured wait.
             let s = seed();
+            let src = pattern::<u8>(bytes, s);
             let mut dev = DeviceBuffer::<u8>::alloc(bytes).expect("alloc");
             let what = label("upload_with");
             let r = behind_long_work(&what, &mut busy, &stream, || {
                 staging
-                    .upload_with(&mut dev, bytes, &stream, |d| fill_pattern(d, s))
+                    .upload_with(&mut dev, bytes, &stream, |d| d.copy_from_slice(&src))
                     .expect(&what)
             });
             assert_cpu(&what, policy, r);

@@ -98,7 +98,7 @@ impl Event {
 
     /// Blocks until the work recorded before the event is done, waiting as
     /// [`WaitPolicy::default`] says (polling for [`crate::DEFAULT_SPIN`], then
-    /// sleeping until the GPU signals). An event never recorded is done.
+    /// polling with short sleeps between). An event never recorded is done.
     ///
     /// When the wait fails, it waits for the whole context before returning the
     /// error, and the work recorded before the event counts as over (done, or ended
@@ -120,13 +120,15 @@ impl Event {
         r
     }
 
-    /// Waits as `policy` says: polling with `cuEventQuery`, or blocking in
-    /// `cuEventSynchronize` (a blocking-sync event sleeps there).
+    /// Waits as `policy` says: polling with `cuEventQuery` (with sleeps between
+    /// once the spin is over), or blocking in `cuEventSynchronize` (a blocking-sync
+    /// event sleeps there).
     fn wait(&self, policy: WaitPolicy) -> Result<()> {
         // SAFETY: `raw` is alive while `self` is.
         let query = || unsafe { result::event_query(self.raw) };
         match wait::poll(policy, query)? {
             Then::Done => Ok(()),
+            Then::Sleep => wait::sleep_until(query),
             // SAFETY: as above.
             Then::Block => unsafe { result::event_synchronize(self.raw) },
             Then::Spin => loop {

@@ -98,7 +98,7 @@ pub use memory::{
 pub use pinned::{PinnedBuffer, PinnedView, PinnedViewMut};
 pub use pointer::{query_host_memory, HostMemory};
 pub use stream::Stream;
-pub use wait::{WaitPolicy, DEFAULT_SPIN};
+pub use wait::{WaitPolicy, DEFAULT_SPIN, POLL_SLEEP};
 
 /// Loads the CUDA driver from `library` (a file name or a path) instead of the
 /// usual names, for a driver the system loader does not find by itself. Works after

@@ -77,8 +77,8 @@ impl Stream {
 
     /// Blocks until all work queued on this stream is done, waiting as
     /// [`WaitPolicy::default`] says: polling for [`crate::DEFAULT_SPIN`], then
-    /// sleeping until the GPU signals, so a wait behind long work does not spin a
-    /// core through it.
+    /// polling with short sleeps between ([`crate::POLL_SLEEP`]), so a wait behind
+    /// long work does not spin a core through it.
     ///
     /// When the wait fails it also waits for the whole context before returning the
     /// error, so that no queued copy is left running into or out of memory the

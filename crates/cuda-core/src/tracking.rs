@@ -108,13 +108,15 @@ impl StreamState {
         r
     }
 
-    /// Waits for the stream's work as `policy` says: polling with `cuStreamQuery`,
-    /// the driver's spinning `cuStreamSynchronize`, or blocking on the stream's
-    /// blocking-sync event.
+    /// Waits for the stream's work as `policy` says: polling with `cuStreamQuery`
+    /// (with sleeps between once the spin is over), the driver's spinning
+    /// `cuStreamSynchronize`, or blocking on the stream's blocking-sync event.
     fn wait(&self, policy: WaitPolicy) -> Result<()> {
         // SAFETY: `raw` is alive while `self` is (destroyed in Drop only).
-        match wait::poll(policy, || unsafe { result::stream_query(self.raw) })? {
+        let query = || unsafe { result::stream_query(self.raw) };
+        match wait::poll(policy, query)? {
             Then::Done => Ok(()),
+            Then::Sleep => wait::sleep_until(query),
             // SAFETY: as above.
             Then::Spin => unsafe { result::stream_synchronize(self.raw) },
             Then::Block => self.block(),

@@ -325,6 +325,7 @@ impl crate::StagingBuffer {
         self.grow(total, usize::MAX, stream.context())?;
         let use_batch_api = self.batch_api() && stream.has_batch_copies();
         let pinned = self.capacity.buffer(total)?;
+        let wait = crate::waiting::for_transfer(self.wait, total, stream);
         let queued = if use_batch_api {
             stream.memcpy_dtoh_batch(&batch.srcs, &batch.layout.offsets, pinned)
         } else {
@@ -336,7 +337,6 @@ impl crate::StagingBuffer {
                     stream.memcpy_dtoh(src, &mut pinned.slice_mut(off..off + src.len())?)
                 })
         };
-        let wait = crate::waiting::for_bytes(self.wait, total);
         let r = queued.and_then(|()| stream.synchronize_with(wait));
         self.finish_transfer();
         r?;
@@ -385,6 +385,7 @@ impl crate::StagingBuffer {
                 );
             }
         }
+        let wait = crate::waiting::for_transfer(self.wait, total, stream);
         let queued = if use_batch_api {
             stream.memcpy_htod_batch(pinned, &batch.layout.offsets, &mut batch.dsts)
         } else {
@@ -398,7 +399,6 @@ impl crate::StagingBuffer {
                 })
         };
         let copied: usize = batch.layout.lens.iter().sum();
-        let wait = crate::waiting::for_bytes(self.wait, copied);
         let r = queued.and_then(|()| stream.synchronize_with(wait));
         self.finish_transfer();
         r?;

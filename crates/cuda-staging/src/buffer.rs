@@ -197,7 +197,7 @@ impl StagingBuffer {
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
-        let wait = crate::waiting::for_bytes(self.wait, bytes);
+        let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
         let r = queue_filled_upload(pinned, bytes, dst, stream, fill)
             .and_then(|()| stream.synchronize_with(wait));
         self.finish_transfer();
@@ -225,7 +225,7 @@ impl StagingBuffer {
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
-        let wait = crate::waiting::for_bytes(self.wait, bytes);
+        let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
         let r = stream
             .memcpy_dtoh(&src.as_bytes().slice(..bytes)?, pinned)
             .and_then(|()| stream.synchronize_with(wait));
@@ -355,7 +355,7 @@ impl StagingBuffer {
             stream,
             copier,
             plan,
-            wait: crate::waiting::for_bytes(self.wait, bytes),
+            wait: crate::waiting::for_transfer(self.wait, bytes, stream),
         };
         let r = match leg {
             Leg::Upload { src, mut dst } => stage.upload(src, &mut dst),

@@ -214,7 +214,7 @@ pub use copy::copy_for_dma;
 pub use copy::copy_streaming;
 pub use cuda_core::{
     bytemuck, check_deferred_errors, Context, DeviceBuffer, Error, Event, HostRegistration,
-    PinnedBuffer, Result, Stream, WaitPolicy, DEFAULT_SPIN,
+    PinnedBuffer, Result, Stream, WaitPolicy, DEFAULT_SPIN, POLL_SLEEP,
 };
 pub use pipeline::PIPELINE_WINDOW_BYTES;
 pub use pool::{

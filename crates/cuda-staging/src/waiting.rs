@@ -1,13 +1,16 @@
-//! How the staging calls wait for the GPU: each wait of `StagingBuffer` polls for its
-//! [`WaitPolicy`]'s spin plus the time the transfer's own copies take on the link,
-//! then blocks. (A ring's waits come a frame after their transfer was queued, so
-//! they poll for the policy's spin alone.) A transfer with nothing queued ahead of it is done within that and
+//! How the staging calls wait for the GPU. A `StagingBuffer` transfer queued on a
+//! stream with nothing ahead of it polls for its [`WaitPolicy`]'s spin plus the time
+//! its own copies take on the link, so it lands while polling and keeps a spinning
+//! wait's latency; one queued behind other work (a model's run) polls for the
+//! policy's spin alone and then sleeps between polls, since polling longer would
+//! only burn the link time's worth of CPU on top. (A ring's waits come a frame after
+//! their transfer was queued, so they poll for the policy's spin alone.) A transfer with nothing queued ahead of it is done within that and
 //! keeps a spinning wait's latency; one queued behind a model's run sleeps through
 //! the run instead of spinning a core for it.
 
 use std::time::Duration;
 
-use cuda_core::WaitPolicy;
+use cuda_core::{Stream, WaitPolicy};
 
 /// The link speed a wait assumes for the transfer's own copies, in bytes per µs
 /// (40 GB/s). The H200 host's PCIe Gen5 link moves 45-50 GB/s from pinned memory
@@ -16,10 +19,30 @@ use cuda_core::WaitPolicy;
 /// policy's spin); a slower link leaves a large transfer blocking for its last part.
 pub(crate) const LINK_BYTES_PER_US: u64 = 40_000;
 
+/// From this link time on, whether the stream is idle is asked of the driver
+/// (`cuStreamQuery`, about a µs) before a transfer is granted it; a shorter
+/// allowance is granted without asking, as it costs less than the question.
+pub(crate) const ASK_FROM: Duration = Duration::from_micros(10);
+
 /// `policy` for a wait whose own work moves `bytes` over the link: a
 /// [`WaitPolicy::Hybrid`] polls for that much longer (see the module docs).
-pub(crate) fn for_bytes(policy: WaitPolicy, bytes: usize) -> WaitPolicy {
+fn for_bytes(policy: WaitPolicy, bytes: usize) -> WaitPolicy {
     policy.spinning_longer(link_time(bytes))
+}
+
+/// `policy` for the wait of a transfer of `bytes` about to be queued on `stream`:
+/// [`for_bytes`] when nothing is queued ahead of it (or the allowance is under
+/// [`ASK_FROM`]), `policy` itself when the stream is busy or cannot say. Call it
+/// before queueing the transfer.
+pub(crate) fn for_transfer(policy: WaitPolicy, bytes: usize, stream: &Stream) -> WaitPolicy {
+    if !matches!(policy, WaitPolicy::Hybrid { .. }) {
+        return policy;
+    }
+    if link_time(bytes) < ASK_FROM || stream.query().unwrap_or(false) {
+        for_bytes(policy, bytes)
+    } else {
+        policy
+    }
 }
 
 /// How long `bytes` take on the link at [`LINK_BYTES_PER_US`].

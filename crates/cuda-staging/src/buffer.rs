@@ -197,9 +197,15 @@ impl StagingBuffer {
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
-        let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
-        let r = queue_filled_upload(pinned, bytes, dst, stream, fill)
-            .and_then(|()| stream.synchronize_with(wait));
+        let policy = self.wait;
+        // How to wait is decided after the fill (which may take long) and before
+        // the DMA is queued: whether anything is queued ahead of it.
+        let mut wait = policy;
+        let r = queue_filled_upload(pinned, bytes, dst, stream, |px| {
+            fill(px);
+            wait = crate::waiting::for_transfer(policy, bytes, stream);
+        })
+        .and_then(|()| stream.synchronize_with(wait));
         self.finish_transfer();
         r?;
         self.stats.staged_transfers += 1;

@@ -324,12 +324,7 @@ fn run_pipeline(
             run.frame_time.p99_us()
         ));
         if column == LoopColumn::Ring {
-            let (up, wait_wall, wait_cpu, post) = w.ring_split.per_frame_us();
-            progress(&format!(
-                "ring: the calling thread per frame: upload (with preprocessing) {up:.0} us \
-                 of CPU, wait {wait_wall:.0} us for {wait_cpu:.0} us of CPU, \
-                 post-processing {post:.0} us of CPU"
-            ));
+            progress(&ring_split_line("ring", &w.ring_split));
         }
         results.loops.push(run);
         match column {
@@ -341,6 +336,16 @@ fn run_pipeline(
         }
     }
     Ok(())
+}
+
+/// A progress line: where the calling thread's time went per frame of ring loop
+/// `name`.
+fn ring_split_line(name: &str, split: &loops::RingSplit) -> String {
+    let (up, wait_wall, wait_cpu, post) = split.per_frame_us();
+    format!(
+        "{name}: the calling thread per frame: upload (with preprocessing) {up:.0} us of CPU, \
+         wait {wait_wall:.0} us for {wait_cpu:.0} us of CPU, post-processing {post:.0} us of CPU"
+    )
 }
 
 /// `pipeline-gpu-heavy`: the model resized to a GPU stage of about twice the CPU
@@ -368,13 +373,8 @@ fn run_gpu_heavy(
             run.cpu_us.map_or_else(|| "-".into(), |c| format!("{c:.0}"))
         ));
         if matches!(column, LoopColumn::Ring | LoopColumn::RingSpin) {
-            let (up, wait_wall, wait_cpu, post) = w.ring_split.per_frame_us();
-            progress(&format!(
-                "pipeline-gpu-heavy {}: the calling thread per frame: upload (with \
-                 preprocessing) {up:.0} us of CPU, wait {wait_wall:.0} us for {wait_cpu:.0} us \
-                 of CPU, post-processing {post:.0} us of CPU",
-                column.name()
-            ));
+            let name = format!("pipeline-gpu-heavy {}", column.name());
+            progress(&ring_split_line(&name, &w.ring_split));
         }
         loops.push(run);
     }

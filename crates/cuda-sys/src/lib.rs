@@ -57,6 +57,39 @@ pub const CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: CuResult = 713;
 /// `CUDA_ERROR_NOT_READY`.
 pub const CUDA_ERROR_NOT_READY: CuResult = 600;
 
+// The codes below are the ones NVIDIA's `cuda.h` (CUDA 13.1) documents as leaving the
+// context, or the whole process, unusable: "any further CUDA work will return the same
+// error. To continue using CUDA, the process must be terminated and relaunched"
+// (`CUDA_ERROR_ASSERT`: "the context cannot be used anymore").
+
+/// `CUDA_ERROR_CONTAINED` (CUDA 12.8): an error on the device, contained by the GPU's
+/// error containment (invalid peer memory access over NVLink, some hardware errors).
+pub const CUDA_ERROR_CONTAINED: CuResult = 226;
+/// `CUDA_ERROR_ILLEGAL_ADDRESS`: a kernel loaded or stored at an invalid address.
+pub const CUDA_ERROR_ILLEGAL_ADDRESS: CuResult = 700;
+/// `CUDA_ERROR_LAUNCH_TIMEOUT`: a kernel ran past the display watchdog's limit.
+pub const CUDA_ERROR_LAUNCH_TIMEOUT: CuResult = 702;
+/// `CUDA_ERROR_ASSERT`: a device-side assert triggered.
+pub const CUDA_ERROR_ASSERT: CuResult = 710;
+/// `CUDA_ERROR_HARDWARE_STACK_ERROR`: stack corruption or overflow in a kernel.
+pub const CUDA_ERROR_HARDWARE_STACK_ERROR: CuResult = 714;
+/// `CUDA_ERROR_ILLEGAL_INSTRUCTION`: a kernel ran an illegal instruction.
+pub const CUDA_ERROR_ILLEGAL_INSTRUCTION: CuResult = 715;
+/// `CUDA_ERROR_MISALIGNED_ADDRESS`: a kernel loaded or stored at a misaligned address.
+pub const CUDA_ERROR_MISALIGNED_ADDRESS: CuResult = 716;
+/// `CUDA_ERROR_INVALID_ADDRESS_SPACE`: a kernel used an address of the wrong space.
+pub const CUDA_ERROR_INVALID_ADDRESS_SPACE: CuResult = 717;
+/// `CUDA_ERROR_INVALID_PC`: a kernel's program counter wrapped its address space.
+pub const CUDA_ERROR_INVALID_PC: CuResult = 718;
+/// `CUDA_ERROR_LAUNCH_FAILED`: an exception on the device while a kernel ran.
+pub const CUDA_ERROR_LAUNCH_FAILED: CuResult = 719;
+/// `CUDA_ERROR_TENSOR_MEMORY_LEAK`: a kernel exited without freeing its tensor memory.
+pub const CUDA_ERROR_TENSOR_MEMORY_LEAK: CuResult = 721;
+/// `CUDA_ERROR_MPS_CLIENT_TERMINATED`: the MPS server terminated this client.
+pub const CUDA_ERROR_MPS_CLIENT_TERMINATED: CuResult = 810;
+/// `CUDA_ERROR_EXTERNAL_DEVICE`: a device outside CUDA signalled an error.
+pub const CUDA_ERROR_EXTERNAL_DEVICE: CuResult = 911;
+
 /// `CU_STREAM_NON_BLOCKING`.
 pub const CU_STREAM_NON_BLOCKING: c_uint = 1;
 /// `CU_EVENT_DISABLE_TIMING`.

@@ -24,9 +24,9 @@ use std::sync::Arc;
 mod loader;
 
 pub use cuda_driver_sys::{
-    CUcontext, CUdevice, CUdeviceptr, CUevent, CUstream, CU_MEMHOSTALLOC_DEVICEMAP,
-    CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_WRITECOMBINED, CU_MEMHOSTREGISTER_DEVICEMAP,
-    CU_MEMHOSTREGISTER_PORTABLE,
+    CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream,
+    CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_WRITECOMBINED,
+    CU_MEMHOSTREGISTER_DEVICEMAP, CU_MEMHOSTREGISTER_PORTABLE,
 };
 pub use loader::{
     driver, driver_if_loaded, load_driver_from, LoadError, LoaderError, DRIVER_LIBRARY,
@@ -119,6 +119,12 @@ pub const CU_MEMORYTYPE_HOST: c_uint = 1;
 pub const CU_MEMORYTYPE_DEVICE: c_uint = 2;
 /// `CU_DEVICE_ATTRIBUTE_PCI_BUS_ID`.
 pub const CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: c_int = 33;
+/// `CU_JIT_ERROR_LOG_BUFFER`: the option value is a `char *` buffer for the JIT's
+/// error log.
+pub const CU_JIT_ERROR_LOG_BUFFER: c_uint = 5;
+/// `CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES`: the option value is the buffer's size,
+/// passed as the pointer's value (the driver writes back the bytes it used).
+pub const CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_uint = 6;
 
 macro_rules! driver_api {
     (
@@ -276,6 +282,14 @@ required {
     fn cuStreamQuery = "cuStreamQuery"(stream: CUstream);
     /// `cuEventElapsedTime` (CUDA 12 and older name; newer headers call it `_v1`)
     fn cuEventElapsedTime = "cuEventElapsedTime"(ms: *mut f32, start: CUevent, end: CUevent);
+    /// `cuModuleLoadDataEx` (`options` are `CUjit_option` values)
+    fn cuModuleLoadDataEx = "cuModuleLoadDataEx"(module: *mut CUmodule, image: *const c_void, num_options: c_uint, options: *mut c_uint, option_values: *mut *mut c_void);
+    /// `cuModuleGetFunction`
+    fn cuModuleGetFunction = "cuModuleGetFunction"(function: *mut CUfunction, module: CUmodule, name: *const c_char);
+    /// `cuModuleUnload`
+    fn cuModuleUnload = "cuModuleUnload"(module: CUmodule);
+    /// `cuLaunchKernel`
+    fn cuLaunchKernel = "cuLaunchKernel"(function: CUfunction, grid_x: c_uint, grid_y: c_uint, grid_z: c_uint, block_x: c_uint, block_y: c_uint, block_z: c_uint, shared_bytes: c_uint, stream: CUstream, params: *mut *mut c_void, extra: *mut *mut c_void);
 }
 optional {
     /// `cuMemcpyBatchAsync_v2` (CUDA 13.0): a batch of 1D copies in stream order.

@@ -9,7 +9,8 @@
 //! Soak tests (test targets whose name contains `soak`) are left out unless `--soak`
 //! is given, which runs them after everything else; `--only soak` with `--soak` runs
 //! only them. Multi-GPU tests (targets named `*multi_gpu*`) need two or more GPUs and
-//! are left out unless `--multi-gpu` is given.
+//! are left out unless `--multi-gpu` is given. Under `--sanitize`, the targets of
+//! [`NOT_UNDER_SANITIZER`] are left out, each with its reason in the summary.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -92,24 +93,31 @@ fn local(args: &Args) -> Result<()> {
     let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
     let tests = test_executables(&sh, &meta)?;
-    let selected: Vec<&Artifact> = tests
+    let matched: Vec<&Artifact> = tests
         .iter()
         .filter(|a| args.soak || !a.is_soak())
         .filter(|a| args.multi_gpu || !a.is_multi_gpu())
-        // It hides every device from a child process, and compute-sanitizer drops
-        // CUDA_VISIBLE_DEVICES from the children it runs.
-        .filter(|a| !(args.sanitize && a.target.contains("no_device")))
         .filter(|a| {
             args.only
                 .as_ref()
                 .is_none_or(|p| a.bundle_name().contains(p))
         })
         .collect();
-    if selected.is_empty() {
+    if matched.is_empty() {
         return Err("no test executable matches the selection".into());
     }
-
     let mut lines = Vec::new();
+    let mut selected = Vec::new();
+    for a in matched {
+        match sanitizer_skip(&a.target) {
+            Some(why) if args.sanitize => lines.push(format!(
+                "{}: skipped under --sanitize ({why})",
+                a.bundle_name()
+            )),
+            _ => selected.push(a),
+        }
+    }
+
     let (mut passed, mut failed) = (0, 0);
     for a in selected {
         let name = a.bundle_name();
@@ -153,6 +161,28 @@ const SANITIZER_ARGS: [&str; 8] = [
     "--error-exitcode",
     "1",
 ];
+
+/// Test targets (by a part of their name) that `--sanitize` leaves out, and why.
+/// run.sh gets the same list.
+const NOT_UNDER_SANITIZER: [(&str, &str); 2] = [
+    (
+        "no_device",
+        "it hides every device from a child process; compute-sanitizer drops CUDA_VISIBLE_DEVICES",
+    ),
+    (
+        "faults",
+        "its GPU faults are deliberate: memcheck reports each one as an error and handles \
+         the faulting kernel itself, so the driver's own fault that the tests check never comes",
+    ),
+];
+
+/// Why `--sanitize` leaves the test target `target` out, if it does.
+fn sanitizer_skip(target: &str) -> Option<&'static str> {
+    NOT_UNDER_SANITIZER
+        .iter()
+        .find(|(part, _)| target.contains(part))
+        .map(|&(_, why)| why)
+}
 
 fn find_sanitizer() -> Option<PathBuf> {
     let on_path = std::env::var_os("PATH").and_then(|paths| {
@@ -288,6 +318,16 @@ fn run_script(s: &RunScript) -> String {
         .replace("@SOAK_TESTS@", &cargo_util::sh_words(&s.soak_tests))
         .replace("@NEEDS_CARGO@", &cargo_util::sh_words(&s.needs_cargo))
         .replace("@TEST_ARGS@", &cargo_util::sh_words(&s.test_args))
+        .replace("@NO_SANITIZE@", &no_sanitize_words())
+}
+
+/// [`NOT_UNDER_SANITIZER`] as run.sh's `NO_SANITIZE` words, `PART=WHY` each.
+fn no_sanitize_words() -> String {
+    let words: Vec<String> = NOT_UNDER_SANITIZER
+        .iter()
+        .map(|(part, why)| format!("{part}={why}"))
+        .collect();
+    cargo_util::sh_words(&words)
 }
 
 /// The bundle's run.sh, with `@NAME@` placeholders filled in by `run_script`.
@@ -370,9 +410,42 @@ mod tests {
             "@ONLY@",
             "@TESTS@",
             "@NEEDS_CARGO@",
+            "@NO_SANITIZE@",
         ] {
             assert!(!s.contains(p), "{p} was left");
         }
+    }
+
+    #[test]
+    fn the_sanitizer_leaves_out_the_device_hiding_and_the_fault_tests_and_says_why() {
+        assert!(sanitizer_skip("no_device").is_some());
+        assert!(sanitizer_skip("faults").is_some_and(|why| why.contains("deliberate")));
+        for target in ["gpu", "gpu_driver_error", "ring", "lib", "soak"] {
+            assert_eq!(sanitizer_skip(target), None, "{target}");
+        }
+        // run.sh gets the same list, one `PART=WHY` word each, and skips by it.
+        let s = run_script(&RunScript {
+            commit: "abc1234".into(),
+            sanitize: true,
+            soak: false,
+            multi_gpu: false,
+            only: String::new(),
+            tests: vec!["cuda-staging-test-faults".into()],
+            soak_tests: vec![],
+            multi_gpu_tests: vec![],
+            needs_cargo: vec![],
+            test_args: vec![],
+        });
+        let line = s
+            .lines()
+            .find(|l| l.starts_with("NO_SANITIZE=("))
+            .expect("a NO_SANITIZE line");
+        assert!(line.contains("'no_device=it hides every device"), "{line}");
+        assert!(
+            line.contains("'faults=its GPU faults are deliberate"),
+            "{line}"
+        );
+        assert!(s.contains("skipped under --sanitize ($why)"));
     }
 
     #[test]

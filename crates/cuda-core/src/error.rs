@@ -126,8 +126,9 @@ pub enum Error {
     },
     /// An operation failed where it could not report it (in `Drop`, or in a host
     /// accessor such as `Deref`), and was recorded; see
-    /// [`crate::check_deferred_errors`].
-    #[error("{what} failed earlier, where the error could not be returned ({more} more since)")]
+    /// [`crate::check_deferred_errors`]. Its message shows the error (a driver
+    /// error's code, name and description), which is also its `source`.
+    #[error("{what} failed earlier, where the error could not be returned: {source} ({more} more since)")]
     Deferred {
         /// The operation that failed, e.g. `cuMemFree`.
         what: &'static str,
@@ -170,7 +171,57 @@ impl Error {
             _ => None,
         }
     }
+
+    /// Whether this is a GPU fault that has poisoned the context: a driver error
+    /// whose code NVIDIA documents as leaving the process unable to use CUDA until
+    /// it is restarted ([`DriverError::is_sticky`] lists them), directly or as the
+    /// error an [`Error::Deferred`] recorded.
+    ///
+    /// `true` means "restart the process": every later call in this context returns
+    /// the same error, and resetting the device's primary context does not bring it
+    /// back (see "When the GPU faults" in the crate docs). `false` means the call
+    /// failed on its own (bad input, out of memory, no driver...) and the context is
+    /// as usable as before.
+    ///
+    /// ```
+    /// use cuda_core::{DriverError, Error};
+    ///
+    /// let fault = Error::Driver(DriverError::new(cuda_core::sys::CUDA_ERROR_ILLEGAL_ADDRESS));
+    /// assert!(fault.is_sticky());
+    /// let oom = Error::Driver(DriverError::new(cuda_core::sys::CUDA_ERROR_OUT_OF_MEMORY));
+    /// assert!(!oom.is_sticky());
+    /// ```
+    pub fn is_sticky(&self) -> bool {
+        match self {
+            Error::Driver(d) => d.is_sticky(),
+            Error::Deferred { source, .. } => source.is_sticky(),
+            _ => false,
+        }
+    }
 }
+
+/// The codes NVIDIA's `cuda.h` (CUDA 13.1) documents as leaving the context or the
+/// process unusable: "This leaves the process in an inconsistent state and any further
+/// CUDA work will return the same error. To continue using CUDA, the process must be
+/// terminated and relaunched", or for `CUDA_ERROR_ASSERT` "The context cannot be used
+/// anymore, and must be destroyed". Not here because the header does not say so:
+/// `CUDA_ERROR_ECC_UNCORRECTABLE` (214), `CUDA_ERROR_NVLINK_UNCORRECTABLE` (220),
+/// `CUDA_ERROR_UNKNOWN` (999).
+const STICKY_CODES: [CuResult; 13] = [
+    cuda_sys::CUDA_ERROR_CONTAINED,
+    cuda_sys::CUDA_ERROR_ILLEGAL_ADDRESS,
+    cuda_sys::CUDA_ERROR_LAUNCH_TIMEOUT,
+    cuda_sys::CUDA_ERROR_ASSERT,
+    cuda_sys::CUDA_ERROR_HARDWARE_STACK_ERROR,
+    cuda_sys::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+    cuda_sys::CUDA_ERROR_MISALIGNED_ADDRESS,
+    cuda_sys::CUDA_ERROR_INVALID_ADDRESS_SPACE,
+    cuda_sys::CUDA_ERROR_INVALID_PC,
+    cuda_sys::CUDA_ERROR_LAUNCH_FAILED,
+    cuda_sys::CUDA_ERROR_TENSOR_MEMORY_LEAK,
+    cuda_sys::CUDA_ERROR_MPS_CLIENT_TERMINATED,
+    cuda_sys::CUDA_ERROR_EXTERNAL_DEVICE,
+];
 
 /// A non-zero driver return code, with its name and description.
 ///
@@ -218,6 +269,18 @@ impl DriverError {
     /// The driver's description, e.g. `out of memory`, if known.
     pub fn description(&self) -> Option<&'static str> {
         self.description
+    }
+
+    /// Whether the code is one NVIDIA documents as poisoning the context until the
+    /// process restarts (see [`Error::is_sticky`]): `CUDA_ERROR_ILLEGAL_ADDRESS` (700),
+    /// `CUDA_ERROR_LAUNCH_TIMEOUT` (702), `CUDA_ERROR_ASSERT` (710),
+    /// `CUDA_ERROR_HARDWARE_STACK_ERROR` (714), `CUDA_ERROR_ILLEGAL_INSTRUCTION` (715),
+    /// `CUDA_ERROR_MISALIGNED_ADDRESS` (716), `CUDA_ERROR_INVALID_ADDRESS_SPACE` (717),
+    /// `CUDA_ERROR_INVALID_PC` (718), `CUDA_ERROR_LAUNCH_FAILED` (719),
+    /// `CUDA_ERROR_TENSOR_MEMORY_LEAK` (721), `CUDA_ERROR_CONTAINED` (226),
+    /// `CUDA_ERROR_MPS_CLIENT_TERMINATED` (810) and `CUDA_ERROR_EXTERNAL_DEVICE` (911).
+    pub fn is_sticky(&self) -> bool {
+        STICKY_CODES.contains(&self.code)
     }
 }
 
@@ -286,6 +349,11 @@ const KNOWN_CODES: &[(CuResult, &str, &str)] = &[
         "uncorrectable ECC error encountered",
     ),
     (
+        218,
+        "CUDA_ERROR_INVALID_PTX",
+        "a PTX JIT compilation failed",
+    ),
+    (
         222,
         "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
         "the provided PTX was compiled with an unsupported toolchain.",
@@ -294,6 +362,11 @@ const KNOWN_CODES: &[(CuResult, &str, &str)] = &[
         223,
         "CUDA_ERROR_JIT_COMPILATION_DISABLED",
         "PTX JIT compilation was disabled",
+    ),
+    (
+        226,
+        "CUDA_ERROR_CONTAINED",
+        "Invalid access of peer GPU memory over nvlink or a hardware error",
     ),
     (400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"),
     (500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"),
@@ -304,10 +377,16 @@ const KNOWN_CODES: &[(CuResult, &str, &str)] = &[
         "an illegal memory access was encountered",
     ),
     (
+        702,
+        "CUDA_ERROR_LAUNCH_TIMEOUT",
+        "the launch timed out and was terminated",
+    ),
+    (
         709,
         "CUDA_ERROR_CONTEXT_IS_DESTROYED",
         "context is destroyed",
     ),
+    (710, "CUDA_ERROR_ASSERT", "device-side assert triggered"),
     (
         712,
         "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
@@ -319,9 +398,31 @@ const KNOWN_CODES: &[(CuResult, &str, &str)] = &[
         "pointer does not correspond to a registered memory region",
     ),
     (
+        714,
+        "CUDA_ERROR_HARDWARE_STACK_ERROR",
+        "hardware stack error",
+    ),
+    (
+        715,
+        "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+        "an illegal instruction was encountered",
+    ),
+    (716, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"),
+    (
+        717,
+        "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+        "operation not supported on global/shared address space",
+    ),
+    (718, "CUDA_ERROR_INVALID_PC", "invalid program counter"),
+    (
         719,
         "CUDA_ERROR_LAUNCH_FAILED",
         "unspecified launch failure",
+    ),
+    (
+        721,
+        "CUDA_ERROR_TENSOR_MEMORY_LEAK",
+        "tensor memory not completely freed",
     ),
     (800, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"),
     (801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"),
@@ -331,9 +432,19 @@ const KNOWN_CODES: &[(CuResult, &str, &str)] = &[
         "system has unsupported display driver / cuda driver combination",
     ),
     (
-        912,
+        810,
+        "CUDA_ERROR_MPS_CLIENT_TERMINATED",
+        "the MPS client has been terminated by the server",
+    ),
+    (
+        911,
         "CUDA_ERROR_EXTERNAL_DEVICE",
-        "a launch did not occur on the external device",
+        "an async error has occured in external entity outside of CUDA",
+    ),
+    (
+        912,
+        "CUDA_ERROR_INVALID_CLUSTER_SIZE",
+        "a kernel launch error has occurred due to cluster misconfiguration",
     ),
     (999, "CUDA_ERROR_UNKNOWN", "unknown error"),
 ];
@@ -356,9 +467,133 @@ mod tests {
             "CUDA_ERROR_STUB_LIBRARY (34): CUDA driver is a stub library"
         );
         assert_eq!(
-            DriverError::new(912).name(),
+            DriverError::new(911).name(),
             Some("CUDA_ERROR_EXTERNAL_DEVICE")
         );
+        assert_eq!(
+            DriverError::new(912).name(),
+            Some("CUDA_ERROR_INVALID_CLUSTER_SIZE")
+        );
+    }
+
+    /// Every code `cuda.h` documents as poisoning the context, one per class of
+    /// fault: memory accesses, instructions and control flow, the stack, asserts,
+    /// watchdog timeouts, contained and external errors, tensor memory, MPS.
+    #[test]
+    fn codes_that_poison_the_context_are_sticky() {
+        for (code, name) in [
+            (700, "CUDA_ERROR_ILLEGAL_ADDRESS"),
+            (716, "CUDA_ERROR_MISALIGNED_ADDRESS"),
+            (717, "CUDA_ERROR_INVALID_ADDRESS_SPACE"),
+            (715, "CUDA_ERROR_ILLEGAL_INSTRUCTION"),
+            (718, "CUDA_ERROR_INVALID_PC"),
+            (719, "CUDA_ERROR_LAUNCH_FAILED"),
+            (714, "CUDA_ERROR_HARDWARE_STACK_ERROR"),
+            (710, "CUDA_ERROR_ASSERT"),
+            (702, "CUDA_ERROR_LAUNCH_TIMEOUT"),
+            (226, "CUDA_ERROR_CONTAINED"),
+            (911, "CUDA_ERROR_EXTERNAL_DEVICE"),
+            (721, "CUDA_ERROR_TENSOR_MEMORY_LEAK"),
+            (810, "CUDA_ERROR_MPS_CLIENT_TERMINATED"),
+        ] {
+            let d = DriverError::new(code);
+            assert!(d.is_sticky(), "{code} {name}");
+            assert_eq!(d.name(), Some(name), "{code} is named without a driver too");
+            assert!(Error::Driver(d).is_sticky(), "{code} {name}");
+        }
+        assert_eq!(STICKY_CODES.len(), 13);
+    }
+
+    /// Errors of the call alone: bad arguments, resources, a result not ready yet,
+    /// a missing driver or device, and codes `cuda.h` does not call fatal.
+    #[test]
+    fn errors_of_the_call_alone_are_not_sticky() {
+        for code in [
+            cuda_sys::CUDA_ERROR_INVALID_VALUE,
+            cuda_sys::CUDA_ERROR_OUT_OF_MEMORY,
+            cuda_sys::CUDA_ERROR_NOT_READY,
+            cuda_sys::CUDA_ERROR_NOT_INITIALIZED,
+            cuda_sys::CUDA_ERROR_NO_DEVICE,
+            cuda_sys::CUDA_ERROR_INVALID_CONTEXT,
+            cuda_sys::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+            218, // CUDA_ERROR_INVALID_PTX
+            701, // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+            214, // CUDA_ERROR_ECC_UNCORRECTABLE: not documented as fatal
+            999, // CUDA_ERROR_UNKNOWN
+            123_456,
+        ] {
+            assert!(!DriverError::new(code).is_sticky(), "{code}");
+            assert!(!Error::Driver(DriverError::new(code)).is_sticky(), "{code}");
+        }
+    }
+
+    #[test]
+    fn errors_that_are_not_the_driver_s_are_not_sticky() {
+        let errors = [
+            Error::NoContext,
+            Error::InvalidDevice {
+                ordinal: 3,
+                count: 1,
+            },
+            Error::ExceedsDeviceBuffer {
+                op: "upload",
+                n: 2,
+                len: 1,
+            },
+            Error::InvalidArgument {
+                op: "x",
+                reason: "y".into(),
+            },
+            Error::DriverAlreadyLoaded {
+                loaded: "a".into(),
+                requested: "b".into(),
+            },
+            // SAFETY: a library that does not exist runs nothing.
+            unsafe { cuda_sys::Driver::load_from("libnope-cuda.so.0") }
+                .unwrap_err()
+                .into(),
+        ];
+        for e in errors {
+            assert!(!e.is_sticky(), "{e:?}");
+            assert_eq!(e.driver_code(), None);
+        }
+    }
+
+    #[test]
+    fn a_deferred_error_shows_and_classifies_the_error_it_recorded() {
+        let deferred = |code| Error::Deferred {
+            what: "cuMemFree",
+            more: 2,
+            source: Box::new(Error::Driver(DriverError::new(code))),
+        };
+        let fault = deferred(cuda_sys::CUDA_ERROR_ILLEGAL_ADDRESS);
+        assert!(fault.is_sticky());
+        assert_eq!(
+            fault.to_string(),
+            "cuMemFree failed earlier, where the error could not be returned: \
+             CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered \
+             (2 more since)"
+        );
+        // Still the source too, for error reporters that walk the chain.
+        let source = std::error::Error::source(&fault).expect("a source");
+        assert!(source
+            .to_string()
+            .starts_with("CUDA_ERROR_ILLEGAL_ADDRESS (700)"));
+
+        let invalid = deferred(cuda_sys::CUDA_ERROR_INVALID_VALUE);
+        assert!(!invalid.is_sticky());
+        assert!(
+            invalid
+                .to_string()
+                .contains("CUDA_ERROR_INVALID_VALUE (1): invalid argument"),
+            "{invalid}"
+        );
+        let not_driver = Error::Deferred {
+            what: "Deref",
+            more: 0,
+            source: Box::new(Error::NoContext),
+        };
+        assert!(!not_driver.is_sticky());
     }
 
     #[test]

@@ -66,6 +66,60 @@
 //!
 //! A failed free, unregister, destroy or wait in `Drop` is recorded, not discarded:
 //! see [`check_deferred_errors`] and [`deferred_error_count`].
+//!
+//! # When the GPU faults
+//!
+//! A kernel that faults (an illegal or misaligned address, an illegal instruction, a
+//! device-side assert, a watchdog timeout) poisons its CUDA context for the whole
+//! process: here the device's primary context, which the CUDA runtime, and so ONNX
+//! Runtime, TensorRT or PyTorch in the same process, share with this crate. NVIDIA
+//! documents that only a restart of the process recovers. Measured on our H200 with
+//! the raw driver: after a `CUDA_ERROR_ILLEGAL_ADDRESS`, `cuDevicePrimaryCtxRelease`
+//! then `cuDevicePrimaryCtxReset` returned success, but the next
+//! `cuDevicePrimaryCtxRetain` returned `CUDA_ERROR_ILLEGAL_ADDRESS` again.
+//!
+//! - **Every call returns the error**, and none hangs: the operation in flight when
+//!   the fault comes, and every later copy, wait, allocation, stream or event in that
+//!   context, from any thread, whoever's kernel faulted. (`cuda-staging`'s fault
+//!   tests check that each returns within 2 s.)
+//! - **`Drop` never panics and never hangs.** Buffers, registrations, events and
+//!   streams dropped after a fault record the errors of their waits, frees and
+//!   destroys; [`check_deferred_errors`] reports them (the first whole, the rest
+//!   counted, in one store for the whole process).
+//! - **[`Error::is_sticky`] says "restart the process"**: true for the codes NVIDIA
+//!   documents as poisoning the context ([`DriverError::is_sticky`] lists them),
+//!   directly or inside [`Error::Deferred`]; false for bad input, out of memory and
+//!   the other errors of one call, after which the context is as usable as before.
+//! - **A failed wait ends the work it waited for:** when [`Stream::synchronize`] or
+//!   [`Event::synchronize`] fails, it first waits for the whole context, then counts
+//!   the work queued before it as over (done, or ended by the failure), so that the
+//!   memory that work used may be reused or freed; this is what lets host accessors
+//!   and `Drop` go on after a fault. After a fault that wait returns at once.
+//!
+//! ```no_run
+//! # fn main() -> cuda_core::Result<()> {
+//! use cuda_core::{Context, DeviceBuffer, PinnedBuffer, Stream};
+//!
+//! let ctx = Context::new(0)?;
+//! let stream = Stream::new(&ctx)?;
+//! let d = DeviceBuffer::<f32>::zeroed(1024)?;
+//! let mut host = PinnedBuffer::<f32>::alloc(1024)?;
+//! // ... a model's kernels queued on `stream` ...
+//! let landed = stream
+//!     .memcpy_dtoh(&d, &mut host)
+//!     .and_then(|()| stream.synchronize());
+//! if let Err(e) = landed {
+//!     if e.is_sticky() {
+//!         // The context is gone for this process: report it, exit, and let the
+//!         // supervisor start a fresh process.
+//!         eprintln!("GPU fault, restarting: {e}");
+//!         std::process::exit(1);
+//!     }
+//!     return Err(e); // this call failed; the context is fine
+//! }
+//! # Ok(())
+//! # }
+//! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod batch;

@@ -9,7 +9,9 @@
 use std::ffi::{c_int, c_uint, c_void, CStr};
 use std::ptr;
 
-use cuda_sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUstream, CuResult, Driver};
+use cuda_sys::{
+    CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream, CuResult, Driver,
+};
 
 use crate::error::{DriverError, Error, Result};
 
@@ -556,6 +558,97 @@ pub unsafe fn memset_d32_async(
     let d = driver()?;
     // SAFETY: conditions 1 and 2.
     check(unsafe { (d.cuMemsetD32Async)(dst, value, count, stream) })
+}
+
+/// `cuModuleLoadDataEx` of PTX text into the current context: the driver compiles
+/// it for the context's device. When that fails, the compiler's error log is written
+/// into `error_log` (NUL-terminated, cut to fit; pass an empty slice to skip it).
+pub fn module_load_ptx(ptx: &CStr, error_log: &mut [u8]) -> Result<CUmodule> {
+    let d = driver()?;
+    let mut module = ptr::null_mut();
+    let mut options = [
+        cuda_sys::CU_JIT_ERROR_LOG_BUFFER,
+        cuda_sys::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
+    // The size option's value is the size itself, passed as the pointer's value.
+    let log_bytes = error_log.len().min(c_uint::MAX as usize);
+    let mut values: [*mut c_void; 2] = [error_log.as_mut_ptr().cast(), log_bytes as *mut c_void];
+    let count: c_uint = if log_bytes == 0 { 0 } else { 2 };
+    // SAFETY: `module` is a valid out-pointer; `ptx` is NUL-terminated text, which the
+    // driver only reads; the log buffer is writable for the `log_bytes` passed with it
+    // and outlives the call (with no log, no option is passed).
+    check(unsafe {
+        (d.cuModuleLoadDataEx)(
+            &mut module,
+            ptx.as_ptr().cast(),
+            count,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    })?;
+    Ok(module)
+}
+
+/// `cuModuleGetFunction`: the kernel named `name` in `module`.
+///
+/// # Safety
+/// 1. `module` is a live module of the current context (from [`module_load_ptx`]).
+pub unsafe fn module_get_function(module: CUmodule, name: &CStr) -> Result<CUfunction> {
+    let d = driver()?;
+    let mut function = ptr::null_mut();
+    // SAFETY: `function` is a valid out-pointer, `name` NUL-terminated; condition 1.
+    check(unsafe { (d.cuModuleGetFunction)(&mut function, module, name.as_ptr()) })?;
+    Ok(function)
+}
+
+/// `cuModuleUnload`.
+///
+/// # Safety
+/// 1. `module` is a live module, and neither it nor its functions are used afterwards
+///    (no launch of them is still queued).
+pub unsafe fn module_unload(module: CUmodule) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: condition 1.
+    check(unsafe { (d.cuModuleUnload)(module) })
+}
+
+/// `cuLaunchKernel`: queues `function` on `stream` with a grid of `grid` blocks of
+/// `block` threads, `shared_bytes` of dynamic shared memory, and `params` (one
+/// pointer to each argument's value, in order).
+///
+/// # Safety
+/// 1. `function` is a live function of the current context, whose module stays
+///    loaded until the launch has run.
+/// 2. `params` has one entry per kernel parameter, each pointing to a value of that
+///    parameter's size; the driver copies them during the call.
+/// 3. Every memory access the kernel makes with these arguments is valid until it
+///    has run (device memory it writes is not read or freed meanwhile).
+/// 4. `stream` is a live stream of the current context (or null).
+pub unsafe fn launch_kernel(
+    function: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_bytes: u32,
+    stream: CUstream,
+    params: &mut [*mut c_void],
+) -> Result<()> {
+    let d = driver()?;
+    // SAFETY: conditions 1 to 4; `extra` is null (arguments go through `params`).
+    check(unsafe {
+        (d.cuLaunchKernel)(
+            function,
+            grid[0],
+            grid[1],
+            grid[2],
+            block[0],
+            block[1],
+            block[2],
+            shared_bytes,
+            stream,
+            params.as_mut_ptr(),
+            ptr::null_mut(),
+        )
+    })
 }
 
 /// Whether the driver has `cuMemcpyBatchAsync` (CUDA 12.8 and later).

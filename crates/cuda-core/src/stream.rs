@@ -83,7 +83,9 @@ impl Stream {
     /// When the wait fails it also waits for the whole context before returning the
     /// error, so that no queued copy is left running into or out of memory the
     /// caller then reuses or frees; the stream's work then counts as over (done, or
-    /// ended by the failure), as after a failed [`Event::synchronize`].
+    /// ended by the failure), as after a failed [`Event::synchronize`]. After a GPU
+    /// fault it returns the fault at once, and so does every later call: see "When
+    /// the GPU faults" in the crate docs.
     pub fn synchronize(&self) -> Result<()> {
         self.state.synchronize()
     }

@@ -294,7 +294,7 @@ fn error_display_names_the_numbers() {
 }
 
 #[test]
-fn a_deferred_error_shows_what_failed_and_keeps_the_error_as_its_source() {
+fn a_deferred_error_shows_what_failed_and_its_error_and_keeps_the_error_as_its_source() {
     let inner = Error::Driver(DriverError::new(sys::CUDA_ERROR_INVALID_VALUE));
     let e = Error::Deferred {
         what: "cuMemFree",
@@ -303,7 +303,8 @@ fn a_deferred_error_shows_what_failed_and_keeps_the_error_as_its_source() {
     };
     assert_eq!(
         e.to_string(),
-        "cuMemFree failed earlier, where the error could not be returned (2 more since)"
+        "cuMemFree failed earlier, where the error could not be returned: \
+         CUDA_ERROR_INVALID_VALUE (1): invalid argument (2 more since)"
     );
     assert_eq!(e.driver_code(), None, "the driver code is the source's");
     // The `source` field is the error itself; through `std::error::Error::source`

@@ -84,11 +84,19 @@ fn a_failed_unregister_in_drop_is_recorded_and_reported_once() {
     );
     assert!(what.contains("HostRegistration"), "{what}");
     assert_eq!(more, 0);
+    // The message shows the driver error (code, name, description) ...
     assert_eq!(
         e.to_string(),
-        format!("{what} failed earlier, where the error could not be returned (0 more since)")
+        format!(
+            "{what} failed earlier, where the error could not be returned: {source} (0 more since)"
+        )
     );
-    // The driver error is the source, not folded into the message.
+    assert!(
+        e.to_string()
+            .contains(": CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED (713)"),
+        "{e}"
+    );
+    // ... which is also the source, for reporters that walk the chain.
     let inner = e.source().expect("a source");
     assert!(
         inner

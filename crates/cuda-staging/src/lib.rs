@@ -147,6 +147,17 @@
 //! pinned memory stays allocated and counted, nothing was queued, and the next call
 //! works.
 //!
+//! # When the GPU faults
+//!
+//! A kernel that faults (say `CUDA_ERROR_ILLEGAL_ADDRESS`) poisons the context for
+//! the whole process, and only a restart recovers; `cuda_core`'s crate docs have the
+//! details ("When the GPU faults"). For this crate: the transfer in flight and every
+//! later call of a [`StagingBuffer`], [`StagingRing`] or batch in that context
+//! returns the error, none hangs, and the copy pool's threads park; dropping them
+//! records their errors for [`check_deferred_errors`] and never panics;
+//! [`Error::is_sticky`] tells such an error ("restart the process") from one of a
+//! single call. `tests/faults.rs` raises a real fault to check it.
+//!
 //! # Example
 //!
 //! ```no_run

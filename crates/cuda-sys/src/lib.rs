@@ -24,9 +24,9 @@ use std::sync::Arc;
 mod loader;
 
 pub use cuda_driver_sys::{
-    CUcontext, CUdevice, CUdeviceptr, CUevent, CUstream, CU_MEMHOSTALLOC_DEVICEMAP,
-    CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_WRITECOMBINED, CU_MEMHOSTREGISTER_DEVICEMAP,
-    CU_MEMHOSTREGISTER_PORTABLE,
+    CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream,
+    CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_WRITECOMBINED,
+    CU_MEMHOSTREGISTER_DEVICEMAP, CU_MEMHOSTREGISTER_PORTABLE,
 };
 pub use loader::{
     driver, driver_if_loaded, load_driver_from, LoadError, LoaderError, DRIVER_LIBRARY,
@@ -57,6 +57,39 @@ pub const CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: CuResult = 713;
 /// `CUDA_ERROR_NOT_READY`.
 pub const CUDA_ERROR_NOT_READY: CuResult = 600;
 
+// The codes below are the ones NVIDIA's `cuda.h` (CUDA 13.1) documents as leaving the
+// context, or the whole process, unusable: "any further CUDA work will return the same
+// error. To continue using CUDA, the process must be terminated and relaunched"
+// (`CUDA_ERROR_ASSERT`: "the context cannot be used anymore").
+
+/// `CUDA_ERROR_CONTAINED` (CUDA 12.8): an error on the device, contained by the GPU's
+/// error containment (invalid peer memory access over NVLink, some hardware errors).
+pub const CUDA_ERROR_CONTAINED: CuResult = 226;
+/// `CUDA_ERROR_ILLEGAL_ADDRESS`: a kernel loaded or stored at an invalid address.
+pub const CUDA_ERROR_ILLEGAL_ADDRESS: CuResult = 700;
+/// `CUDA_ERROR_LAUNCH_TIMEOUT`: a kernel ran past the display watchdog's limit.
+pub const CUDA_ERROR_LAUNCH_TIMEOUT: CuResult = 702;
+/// `CUDA_ERROR_ASSERT`: a device-side assert triggered.
+pub const CUDA_ERROR_ASSERT: CuResult = 710;
+/// `CUDA_ERROR_HARDWARE_STACK_ERROR`: stack corruption or overflow in a kernel.
+pub const CUDA_ERROR_HARDWARE_STACK_ERROR: CuResult = 714;
+/// `CUDA_ERROR_ILLEGAL_INSTRUCTION`: a kernel ran an illegal instruction.
+pub const CUDA_ERROR_ILLEGAL_INSTRUCTION: CuResult = 715;
+/// `CUDA_ERROR_MISALIGNED_ADDRESS`: a kernel loaded or stored at a misaligned address.
+pub const CUDA_ERROR_MISALIGNED_ADDRESS: CuResult = 716;
+/// `CUDA_ERROR_INVALID_ADDRESS_SPACE`: a kernel used an address of the wrong space.
+pub const CUDA_ERROR_INVALID_ADDRESS_SPACE: CuResult = 717;
+/// `CUDA_ERROR_INVALID_PC`: a kernel's program counter wrapped its address space.
+pub const CUDA_ERROR_INVALID_PC: CuResult = 718;
+/// `CUDA_ERROR_LAUNCH_FAILED`: an exception on the device while a kernel ran.
+pub const CUDA_ERROR_LAUNCH_FAILED: CuResult = 719;
+/// `CUDA_ERROR_TENSOR_MEMORY_LEAK`: a kernel exited without freeing its tensor memory.
+pub const CUDA_ERROR_TENSOR_MEMORY_LEAK: CuResult = 721;
+/// `CUDA_ERROR_MPS_CLIENT_TERMINATED`: the MPS server terminated this client.
+pub const CUDA_ERROR_MPS_CLIENT_TERMINATED: CuResult = 810;
+/// `CUDA_ERROR_EXTERNAL_DEVICE`: a device outside CUDA signalled an error.
+pub const CUDA_ERROR_EXTERNAL_DEVICE: CuResult = 911;
+
 /// `CU_STREAM_NON_BLOCKING`.
 pub const CU_STREAM_NON_BLOCKING: c_uint = 1;
 /// `CU_EVENT_DISABLE_TIMING`.
@@ -86,6 +119,12 @@ pub const CU_MEMORYTYPE_HOST: c_uint = 1;
 pub const CU_MEMORYTYPE_DEVICE: c_uint = 2;
 /// `CU_DEVICE_ATTRIBUTE_PCI_BUS_ID`.
 pub const CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: c_int = 33;
+/// `CU_JIT_ERROR_LOG_BUFFER`: the option value is a `char *` buffer for the JIT's
+/// error log.
+pub const CU_JIT_ERROR_LOG_BUFFER: c_uint = 5;
+/// `CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES`: the option value is the buffer's size,
+/// passed as the pointer's value (the driver writes back the bytes it used).
+pub const CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_uint = 6;
 
 macro_rules! driver_api {
     (
@@ -243,6 +282,14 @@ required {
     fn cuStreamQuery = "cuStreamQuery"(stream: CUstream);
     /// `cuEventElapsedTime` (CUDA 12 and older name; newer headers call it `_v1`)
     fn cuEventElapsedTime = "cuEventElapsedTime"(ms: *mut f32, start: CUevent, end: CUevent);
+    /// `cuModuleLoadDataEx` (`options` are `CUjit_option` values)
+    fn cuModuleLoadDataEx = "cuModuleLoadDataEx"(module: *mut CUmodule, image: *const c_void, num_options: c_uint, options: *mut c_uint, option_values: *mut *mut c_void);
+    /// `cuModuleGetFunction`
+    fn cuModuleGetFunction = "cuModuleGetFunction"(function: *mut CUfunction, module: CUmodule, name: *const c_char);
+    /// `cuModuleUnload`
+    fn cuModuleUnload = "cuModuleUnload"(module: CUmodule);
+    /// `cuLaunchKernel`
+    fn cuLaunchKernel = "cuLaunchKernel"(function: CUfunction, grid_x: c_uint, grid_y: c_uint, grid_z: c_uint, block_x: c_uint, block_y: c_uint, block_z: c_uint, shared_bytes: c_uint, stream: CUstream, params: *mut *mut c_void, extra: *mut *mut c_void);
 }
 optional {
     /// `cuMemcpyBatchAsync_v2` (CUDA 13.0): a batch of 1D copies in stream order.

@@ -1,8 +1,8 @@
 //! Helpers shared by the GPU test binaries of `cuda-staging` (`gpu.rs`, `batch.rs`,
-//! `ring.rs`, `pipeline.rs`, `steady_state.rs`, `gpu_driver_error.rs`): device set-up
-//! that fails loudly, per-element per-call patterns, exact comparisons with short
-//! failure messages, queued work to transfer behind, stats bookkeeping, and a look at
-//! the copy pool's threads.
+//! `ring.rs`, `pipeline.rs`, `steady_state.rs`, `gpu_driver_error.rs`, `faults.rs`):
+//! device set-up that fails loudly, per-element per-call patterns, exact comparisons
+//! with short failure messages, queued work to transfer behind, stats bookkeeping,
+//! and a look at the copy pool's threads.
 
 #![allow(dead_code)] // each test binary uses its own subset
 

@@ -30,16 +30,22 @@ pub struct Args {
     /// criterion.tar.gz (or an unpacked criterion/ folder) and records/*.json.
     #[arg(long, value_name = "PATH")]
     report: Option<PathBuf>,
-    /// With --report: print the seed table, the reading and the scenario tables
-    /// instead of writing docs/.
+    /// With --report: print the table of common shapes, the reading and the scenario
+    /// tables instead of writing docs/.
     #[arg(long, requires = "report")]
     print: bool,
+    /// Render the documents again from a measurements.json [default:
+    /// docs/measurements.json] without measuring, after a change of the renderer: the
+    /// machine, date and commit stay those the file names.
+    #[arg(long, value_name = "JSON", conflicts_with_all = ["bundle", "report"])]
+    rerender: Option<Option<PathBuf>>,
     /// Shorter measurements: the benches see BENCH_QUICK=1 (with --bundle: run.sh's
     /// default).
     #[arg(long)]
     quick: bool,
-    /// Where to write measurements.md, measurements.json and bandwidth.svg
-    /// [default: the workspace's docs folder].
+    /// Where to write measurements.md, measurements.json and bandwidth.svg, and the
+    /// crate docs' measurements-table.md [default: the workspace's docs folder, and
+    /// crates/cuda-staging/docs for the table].
     #[arg(long, value_name = "DIR")]
     docs_dir: Option<PathBuf>,
     /// Arguments for the bench executables, e.g. a criterion filter such as `H2D/150528`.
@@ -55,13 +61,41 @@ pub fn run(args: &Args) -> Result<()> {
     if let Some(path) = &args.report {
         return report(args, path);
     }
+    if let Some(json) = &args.rerender {
+        return rerender(args, json.as_deref());
+    }
     local(args)
 }
+
+/// The table `cuda-staging`'s crate docs include, relative to the workspace root.
+const CRATE_TABLE: &str = "crates/cuda-staging/docs/measurements-table.md";
 
 fn docs_dir(args: &Args) -> PathBuf {
     args.docs_dir
         .clone()
         .unwrap_or_else(|| project_root().join("docs"))
+}
+
+/// Writes the documents where `args` says.
+fn write_docs(args: &Args, machine: &Machine, results: &render::Results) -> Result<()> {
+    let crate_table = match &args.docs_dir {
+        Some(dir) => dir.join("measurements-table.md"),
+        None => project_root().join(CRATE_TABLE),
+    };
+    render::write_docs(machine, results, &docs_dir(args), &crate_table)
+}
+
+/// `--rerender`: the documents from a measurements.json, without measuring.
+fn rerender(args: &Args, json: Option<&Path>) -> Result<()> {
+    let json = json.map_or_else(
+        || project_root().join("docs/measurements.json"),
+        Path::to_path_buf,
+    );
+    let text =
+        fs::read_to_string(&json).with_context(|| format!("cannot read {}", json.display()))?;
+    let (machine, results) =
+        render::from_json(&text).with_context(|| format!("cannot read {}", json.display()))?;
+    write_docs(args, &machine, &results)
 }
 
 fn local(args: &Args) -> Result<()> {
@@ -127,7 +161,7 @@ fn local(args: &Args) -> Result<()> {
         commit: cargo_util::git_commit(),
         gpus: Some(info.device_count),
     };
-    render::write_docs(&machine, &results, &docs_dir(args))
+    write_docs(args, &machine, &results)
 }
 
 /// A duration for people, to the second: `3m 12s`.
@@ -176,7 +210,7 @@ fn report(args: &Args, path: &Path) -> Result<()> {
         print!("{}", render::summary(&machine, &results));
         return Ok(());
     }
-    render::write_docs(&machine, &results, &docs_dir(args))
+    write_docs(args, &machine, &results)
 }
 
 /// What a report takes from `device.json` (written by `xtask probe --json` from a

@@ -192,7 +192,7 @@
 //!
 //! # Measured
 //!
-#![doc = include_str!("../../../docs/measurements-table.md")]
+#![doc = include_str!("../docs/measurements-table.md")]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod batch;

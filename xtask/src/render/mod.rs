@@ -1,5 +1,6 @@
 //! Benchmark results to `docs/measurements.json`, `docs/measurements.md`,
-//! `docs/measurements-table.md` (included by the crate docs) and `docs/bandwidth.svg`.
+//! `docs/bandwidth.svg` and `crates/cuda-staging/docs/measurements-table.md` (included
+//! by that crate's docs, so it lives inside the crate).
 //!
 //! One concern per module: [`record`] holds what was measured and its order,
 //! [`reader`] reads criterion's files and the benchmark executables' records files,
@@ -32,7 +33,8 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 pub use reader::{load_criterion, load_records};
 pub use record::{Record, Results, ScenarioRecord};
@@ -40,7 +42,7 @@ pub use record::{Record, Results, ScenarioRecord};
 use crate::{Context, Result};
 
 /// Where and when the numbers were measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Machine {
     /// Device 0's name, e.g. "NVIDIA H200".
     pub device_name: String,
@@ -133,7 +135,7 @@ pub fn markdown(machine: &Machine, results: &Results) -> String {
     s
 }
 
-/// `docs/measurements-table.md`: the seed table that `cuda-staging`'s crate docs
+/// `crates/cuda-staging/docs/measurements-table.md`: the table of common shapes that the crate docs
 /// include, with the machine it was measured on.
 pub fn crate_doc_table(machine: &Machine, records: &[Record]) -> String {
     let t = tables::Table::new(records);
@@ -178,25 +180,59 @@ pub fn json(machine: &Machine, results: &Results) -> Result<String> {
     Ok(s)
 }
 
-/// Writes measurements.json, measurements.md, bandwidth.svg and measurements-table.md
-/// into `docs_dir`.
-pub fn write_docs(machine: &Machine, results: &Results, docs_dir: &Path) -> Result<()> {
+/// The machine and the results that [`json`] wrote, read back from its text, so that
+/// the documents can be rendered again (after a change of the renderer) without
+/// measuring again. A record whose scenario is [`record::BACK_TO_BACK`] is a
+/// criterion [`Record`], any other a [`ScenarioRecord`].
+pub fn from_json(text: &str) -> Result<(Machine, Results)> {
+    #[derive(Deserialize)]
+    struct Doc {
+        #[serde(flatten)]
+        machine: Machine,
+        records: Vec<Value>,
+    }
+    let doc: Doc = serde_json::from_str(text)?;
+    let mut results = Results::default();
+    for (i, v) in doc.records.into_iter().enumerate() {
+        let back_to_back = v.get("scenario").and_then(Value::as_str) == Some(record::BACK_TO_BACK);
+        let read = if back_to_back {
+            serde_json::from_value(v).map(|r| results.back_to_back.push(r))
+        } else {
+            serde_json::from_value(v).map(|r| results.scenarios.push(r))
+        };
+        read.with_context(|| format!("record {i}"))?;
+    }
+    Ok((doc.machine, results))
+}
+
+/// Writes measurements.json, measurements.md and bandwidth.svg into `docs_dir`, and
+/// the crate docs' table to `crate_table` (the crate includes it, so it lives inside
+/// the crate: a published crate cannot reach files outside its folder).
+pub fn write_docs(
+    machine: &Machine,
+    results: &Results,
+    docs_dir: &Path,
+    crate_table: &Path,
+) -> Result<()> {
     if results.is_empty() {
         return Err("no benchmark results to render".into());
     }
-    fs::create_dir_all(docs_dir)
-        .with_context(|| format!("cannot create {}", docs_dir.display()))?;
     let files = [
-        ("measurements.json", json(machine, results)?),
-        ("measurements.md", markdown(machine, results)),
-        ("bandwidth.svg", chart::svg(&results.back_to_back)?),
+        (docs_dir.join("measurements.json"), json(machine, results)?),
+        (docs_dir.join("measurements.md"), markdown(machine, results)),
         (
-            "measurements-table.md",
+            docs_dir.join("bandwidth.svg"),
+            chart::svg(&results.back_to_back)?,
+        ),
+        (
+            crate_table.to_path_buf(),
             crate_doc_table(machine, &results.back_to_back),
         ),
     ];
-    for (name, text) in files {
-        let path = docs_dir.join(name);
+    for (path, text) in files {
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
         fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         println!("wrote {}", path.display());
     }
@@ -291,7 +327,8 @@ mod tests {
         let tmp = temp_dir();
         let results = fake_results(tmp.path());
         let docs = tmp.path().join("docs");
-        write_docs(&machine(), &results, &docs).unwrap();
+        let crate_table = tmp.path().join("crate").join("measurements-table.md");
+        write_docs(&machine(), &results, &docs, &crate_table).unwrap();
         let v: Value =
             serde_json::from_str(&fs::read_to_string(docs.join("measurements.json")).unwrap())
                 .unwrap();
@@ -335,14 +372,37 @@ mod tests {
         );
         assert!(docs.join("measurements.md").is_file());
         assert!(docs.join("bandwidth.svg").is_file());
-        let table = fs::read_to_string(docs.join("measurements-table.md")).unwrap();
+        assert!(!docs.join("measurements-table.md").exists());
+        let table = fs::read_to_string(&crate_table).unwrap();
         assert!(table.starts_with("Measured on NVIDIA H200, driver CUDA 13.0, host Intel(R)"));
         assert!(table.contains("| H2D 112×112×3 f32 | 150528 |"), "{table}");
+    }
+
+    /// What `json` writes reads back whole, so a re-render from
+    /// measurements.json writes the same documents as the run that measured.
+    #[test]
+    fn measurements_json_reads_back_into_the_same_results() {
+        let tmp = temp_dir();
+        let results = fake_results(tmp.path());
+        let text = json(&machine(), &results).unwrap();
+        let (m, back) = from_json(&text).unwrap();
+        assert_eq!(json(&m, &back).unwrap(), text);
+        assert_eq!(markdown(&m, &back), markdown(&machine(), &results));
+        assert_eq!(back.back_to_back.len(), 25);
+        assert_eq!(back.scenarios.len(), 45);
+        let e = from_json(r#"{"device_name": "x"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing field"), "{e}");
+        let bad = text.replacen("\"median_us\": 19.9", "\"median_us\": \"fast\"", 1);
+        let e = from_json(&bad).unwrap_err().to_string();
+        assert!(e.starts_with("record 0:"), "{e}");
     }
 
     #[test]
     fn nothing_to_render_is_an_error() {
         let tmp = temp_dir();
-        assert!(write_docs(&machine(), &Results::default(), tmp.path()).is_err());
+        let table = tmp.path().join("table.md");
+        assert!(write_docs(&machine(), &Results::default(), tmp.path(), &table).is_err());
     }
 }

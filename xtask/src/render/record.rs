@@ -136,6 +136,36 @@ pub struct Record {
     pub p99_us: Option<f64>,
 }
 
+/// [`Record`] as `measurements.json` holds it, read back.
+#[derive(Deserialize)]
+struct RecordJson {
+    direction: String,
+    bytes: u64,
+    column: String,
+    median_us: f64,
+    low_us: f64,
+    high_us: f64,
+    p99_us: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for Record {
+    /// Reads a record written by its `Serialize`; `scenario` is not read back, since a
+    /// [`Record`]'s is always [`BACK_TO_BACK`].
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let r = RecordJson::deserialize(d)?;
+        Ok(Record {
+            scenario: BACK_TO_BACK,
+            direction: r.direction,
+            bytes: r.bytes,
+            column: r.column,
+            median_us: r.median_us,
+            low_us: r.low_us,
+            high_us: r.high_us,
+            p99_us: r.p99_us,
+        })
+    }
+}
+
 impl Record {
     /// GB/s (10^9 bytes per second) at the median.
     pub(super) fn gbps(&self) -> f64 {

@@ -16,6 +16,8 @@ mod common;
 use std::error::Error as StdError;
 use std::process::Command;
 
+// Only the Linux-only GPU test below uses the helpers.
+#[cfg(target_os = "linux")]
 use common::*;
 use cuda_core::sys::{self, LoadError, LoaderError};
 use cuda_core::{Context, DeviceBuffer, Error, PinnedBuffer};

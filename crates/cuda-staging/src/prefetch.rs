@@ -7,7 +7,8 @@
 //! else `prefetcht0`; elsewhere nothing. A prefetch never faults and changes no
 //! memory.
 
-/// Bytes between two prefetches: one cache line.
+/// Bytes between two prefetches: one cache line. Only x86-64 prefetches.
+#[cfg(target_arch = "x86_64")]
 const LINE_BYTES: usize = 64;
 
 /// Asks the CPU to bring `[ptr, ptr + len)` into this core's cache, for writing

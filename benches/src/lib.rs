@@ -50,6 +50,21 @@ pub mod scaling;
 pub mod stats;
 pub mod tight_loop;
 
+/// The README examples, compiled by `cargo test --workspace` as doctests. They live
+/// here because this crate is never packaged: a published crate cannot include files
+/// from outside its folder.
+#[cfg(doctest)]
+mod readme_examples {
+    #[doc = include_str!("../../README.md")]
+    struct WorkspaceReadme;
+    #[doc = include_str!("../../crates/cuda-staging/README.md")]
+    struct CudaStagingReadme;
+    #[doc = include_str!("../../crates/cuda-core/README.md")]
+    struct CudaCoreReadme;
+    #[doc = include_str!("../../crates/cuda-sys/README.md")]
+    struct CudaSysReadme;
+}
+
 use std::fmt::Display;
 use std::time::Duration;
 

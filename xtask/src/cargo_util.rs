@@ -45,6 +45,11 @@ pub struct Metadata {
 }
 
 impl Metadata {
+    /// The workspace members' manifest folders.
+    pub fn member_dirs(&self) -> impl Iterator<Item = &Path> {
+        self.packages.values().map(|(_, dir)| dir.as_path())
+    }
+
     /// Runs `cargo metadata --no-deps` in the workspace root.
     pub fn load() -> Result<Metadata> {
         let meta = MetadataCommand::new()

@@ -6,11 +6,13 @@
 //! - `cargo xtask bench [--quick] [--bundle DIR] [--report PATH]`: the benchmarks
 //!   (criterion's, and the executables that write records files), here or as a
 //!   folder, rendered into `docs/measurements.{md,json}` and `docs/bandwidth.svg`.
+//! - `cargo xtask msrv [--toolchain]`: whether the library crates' `rust-version` holds.
 //!
 //! Every command prints its error without a backtrace and exits non-zero on failure.
 
 mod bench;
 mod cargo_util;
+mod msrv;
 mod probe;
 mod render;
 mod test_gpu;
@@ -59,6 +61,9 @@ enum Command {
     TestGpu(test_gpu::Args),
     /// Run the benchmarks and render docs/measurements.md (or bundle them).
     Bench(bench::Args),
+    /// Check that the library crates' rust-version holds (their dependencies' declared
+    /// rust-versions; with --toolchain, a build with that Rust).
+    Msrv(msrv::Args),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +72,7 @@ fn main() -> ExitCode {
         Command::Probe(args) => probe::run(&args),
         Command::TestGpu(args) => test_gpu::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Msrv(args) => msrv::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

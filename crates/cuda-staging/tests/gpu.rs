@@ -1284,7 +1284,7 @@ fn seed_frame(
             .upload_with(dev, n, stream, |d| fill_pattern(d, s))
             .unwrap_or_else(|e| panic!("frame {frame} shape {k}: upload_with: {e}"));
     }
-    if frame.is_multiple_of(25) {
+    if frame % 25 == 0 {
         for (k, dev) in devs.iter().enumerate() {
             check(
                 &format!("frame {frame} shape {k}: device after upload_with"),

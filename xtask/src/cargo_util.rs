@@ -305,6 +305,32 @@ pub fn write_script(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// Writes `script` to `bundle/run.sh` in a temp folder and runs it as the README
+/// does, `bash bundle/run.sh --help` from that folder (a relative path, so the
+/// script must find itself after changing directory); returns whether it exited 0
+/// and what it printed, both streams.
+#[cfg(all(test, unix))]
+pub fn run_script_help(script: &str) -> (bool, String) {
+    let sh = Shell::new().unwrap();
+    let tmp = sh.create_temp_dir().unwrap();
+    fs::create_dir_all(tmp.path().join("bundle")).unwrap();
+    write_script(&tmp.path().join("bundle/run.sh"), script).unwrap();
+    let _dir = sh.push_dir(tmp.path());
+    let out = sh
+        .cmd("bash")
+        .args(["bundle/run.sh", "--help"])
+        .ignore_status()
+        .quiet()
+        .output()
+        .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), printed)
+}
+
 /// Total size of the files under `path`.
 pub fn dir_size(path: &Path) -> u64 {
     let Ok(entries) = fs::read_dir(path) else {

@@ -65,13 +65,19 @@ impl Eq for LoaderError {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoadError {
     /// No library could be opened. `library` is the first name tried (the
-    /// explicit one, when one was given); `tried` lists every name.
+    /// explicit one, when one was given); `tried` lists every name, and `errors`
+    /// what the system loader said about each.
     LibraryNotFound {
         /// The first (or the explicitly requested) library name.
         library: String,
         /// Every name tried, in order.
         tried: Vec<String>,
-        /// The loader's error for the last name tried.
+        /// The loader's error for each name of `tried`, in the same order. The
+        /// message lists them all when several names were tried: the first name's
+        /// error is usually the telling one (on Linux, why `libcuda.so.1` did not
+        /// open), not the last (the WSL path, absent on other machines).
+        errors: Vec<LoaderError>,
+        /// The loader's error for the first name tried.
         source: LoaderError,
     },
     /// The library opened but lacks a function this workspace needs (a driver
@@ -97,11 +103,25 @@ pub enum LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoadError::LibraryNotFound { library, tried, .. } if tried.len() > 1 => write!(
-                f,
-                "CUDA driver library `{library}` not found (is the NVIDIA driver installed?); tried {}",
-                tried.join(", ")
-            ),
+            LoadError::LibraryNotFound {
+                library,
+                tried,
+                errors,
+                ..
+            } if tried.len() > 1 => {
+                write!(
+                    f,
+                    "CUDA driver library `{library}` not found (is the NVIDIA driver installed?); tried "
+                )?;
+                for (i, name) in tried.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { "; " };
+                    match errors.get(i) {
+                        Some(e) => write!(f, "{sep}{name} ({})", without_name(name, e))?,
+                        None => write!(f, "{sep}{name}")?,
+                    }
+                }
+                Ok(())
+            }
             LoadError::LibraryNotFound { library, .. } => write!(
                 f,
                 "CUDA driver library `{library}` not found (is the NVIDIA driver installed?)"
@@ -115,6 +135,15 @@ impl fmt::Display for LoadError {
                 "cannot load CUDA driver library `{requested}`: `{loaded}` is already loaded in this process"
             ),
         }
+    }
+}
+
+/// The loader's message for `name`, without the `name: ` that dlopen puts in front.
+fn without_name(name: &str, e: &LoaderError) -> String {
+    let text = e.to_string();
+    match text.strip_prefix(name).and_then(|t| t.strip_prefix(": ")) {
+        Some(rest) => rest.to_owned(),
+        None => text,
     }
 }
 
@@ -154,18 +183,23 @@ impl Driver {
     /// # Safety
     /// 1. As [`Driver::load_from`], for every name.
     unsafe fn load_first(names: &[&str]) -> Result<Driver, LoadError> {
-        let mut last = None;
+        let mut errors = Vec::with_capacity(names.len());
         for name in names {
             // SAFETY: condition 1.
             match unsafe { Driver::load_from(name) } {
-                Err(LoadError::LibraryNotFound { source, .. }) => last = Some(source),
+                Err(LoadError::LibraryNotFound { source, .. }) => errors.push(source),
                 other => return other,
             }
         }
+        let source = errors
+            .first()
+            .cloned()
+            .unwrap_or_else(|| LoaderError(Arc::new(libloading::Error::DlOpenUnknown)));
         Err(LoadError::LibraryNotFound {
             library: names.first().copied().unwrap_or_default().to_owned(),
             tried: names.iter().map(|n| (*n).to_owned()).collect(),
-            source: last.unwrap_or_else(|| LoaderError(Arc::new(libloading::Error::DlOpenUnknown))),
+            errors,
+            source,
         })
     }
 }
@@ -262,10 +296,28 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+        let LoadError::LibraryNotFound { errors, source, .. } = &err else {
+            unreachable!()
+        };
+        assert_eq!(errors.len(), 2, "one loader error per name");
+        assert_eq!(source, &errors[0], "the source is the first name's error");
         let text = err.to_string();
+        // Each name with its own error, in order, the name not repeated.
+        let (a, b) = (
+            without_name(names[0], &errors[0]),
+            without_name(names[1], &errors[1]),
+        );
+        assert_eq!(
+            text,
+            format!(
+                "CUDA driver library `libcuda-nope-a.so.1` not found (is the NVIDIA driver \
+                 installed?); tried libcuda-nope-a.so.1 ({a}); libcuda-nope-b.so ({b})"
+            )
+        );
+        #[cfg(target_os = "linux")]
         assert!(
-            text.contains("tried libcuda-nope-a.so.1, libcuda-nope-b.so"),
-            "{text}"
+            a.contains("No such file") && !a.contains("libcuda-nope-a.so.1"),
+            "{a}"
         );
         assert!(DRIVER_LIBRARY_NAMES.contains(&DRIVER_LIBRARY));
     }

@@ -19,10 +19,13 @@ for the back-to-back CPU cost). Each cell: p50 / p99 in µs, then the latency ra
 pageable baseline's p50 over the column's p50, so above 1.00x is faster than the baseline. \
 The baseline is the faster p50 of `pageable` and `pageable-async` in that row. Then `cpu`: \
 the process's CPU time per frame in µs, all threads (the library's copy helpers and the \
-driver's included), with the gap's own CPU removed (what the process spends over the same \
-gap with no transfer, measured in the same cell), and its multiple (×): the column's CPU \
-over the baseline column's, so below 1.00× spends less CPU than the baseline. Latency says \
-what a frame waits; CPU says what the wait cost the rest of the host.";
+driver's included), with the gap's own CPU removed@IDLE@, and its multiple (×): the column's \
+CPU over the baseline column's, so below 1.00× spends less CPU than the baseline. Latency \
+says what a frame waits; CPU says what the wait cost the rest of the host.";
+/// How the gap's CPU was removed, said only where the records carry `idle_cpu_us`:
+/// records from runs before it was measured per cell had it removed otherwise.
+const IDLE_REMOVED: &str = " (what the process spends over the same gap with no transfer, \
+measured in the same cell)";
 
 const TIGHT_LOOP_NOTE: &str = "`cpu` is per call: the process's CPU over each column's block \
 of back-to-back calls, over its calls.";
@@ -114,7 +117,9 @@ pub(super) fn frame_loop(records: &[ScenarioRecord]) -> String {
         body.push_str(&samples_line(&found, "cell"));
         body.push_str(&idle_line(&found));
     }
-    section("Frame loop", FRAME_LOOP_NOTE, body)
+    let measured_idle = records.iter().any(|r| r.other.contains_key("idle_cpu_us"));
+    let note = FRAME_LOOP_NOTE.replace("@IDLE@", if measured_idle { IDLE_REMOVED } else { "" });
+    section("Frame loop", &note, body)
 }
 
 /// The range of the records' `idle_cpu_us` (the process's CPU over a gap with no
@@ -290,6 +295,15 @@ mod tests {
         b.other
             .insert("idle_cpu_us".into(), serde_json::json!(4.25));
         assert!(idle_line(&[&a, &b]).ends_with(": 4.25 µs.\n"));
+        // The section's note says how the gap's CPU was removed only for records
+        // that measured it: older ones had it removed otherwise.
+        let how = "measured in the same cell";
+        assert!(frame_loop(&[a.clone(), b.clone()]).contains(how));
+        let (old_a, old_b) = (
+            record("pageable", 30.0, Some(35.0)),
+            record("copy-in", 25.0, None),
+        );
+        assert!(!frame_loop(&[old_a, old_b]).contains(how));
     }
 
     #[test]

@@ -17,6 +17,22 @@ pub(super) const COLUMN_ORDER: [&str; 8] = [
     "copy-in-registered",
 ];
 
+/// What each transfer column measures, for the top of the documents: a markdown
+/// table, ending with a newline. The scenario sections explain their own columns.
+pub(super) const COLUMN_LEGEND: &str = "\
+| column | what one transfer does |
+|---|---|
+| `pageable` | the driver's synchronous copy from or into an ordinary `Vec` (`DeviceBuffer::copy_from_host` / `copy_to_host`: `cuMemcpyHtoD` / `DtoH`) |
+| `pageable-async` | the driver's copy from or into the same `Vec`, queued on the stream, then a stream sync |
+| `copy-in` | `StagingBuffer::upload` / `download` with the same `Vec` (a host copy into or out of pinned memory, then the DMA) |
+| `copy-in-registered` | `StagingBuffer::upload` / `download` with a `Vec` page-locked by `HostRegistration` (DMA'd straight from or into) |
+| `copy-in-low-latency` | frame loops: `copy-in` with `StagingBuffer::set_low_latency(true)` (its copy helpers spin between transfers) |
+| `resident` | `StagingBuffer::upload_with` / `download_into`: the data is written or read in pinned memory, only the DMA moves it |
+| `raw-pinned` | a copy queued from or into a `PinnedBuffer`, then a stream sync: the floor |
+| `cudarc-pinned` | cudarc 0.19's `memcpy_htod` / `memcpy_dtoh` with its pinned host slice, then a sync |
+| `cudarc-pageable` | cudarc 0.19, the same with an ordinary `Vec` |
+";
+
 /// The scenario of every criterion benchmark: transfers run back to back.
 pub const BACK_TO_BACK: &str = "back-to-back";
 

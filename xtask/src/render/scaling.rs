@@ -1,4 +1,4 @@
-//! The multi-GPU scaling table (issue 14), from the `frames` bench's `scaling`
+//! The multi-GPU scaling table, from the `frames` bench's `scaling`
 //! records: aggregate GB/s on one GPU and on all of them, and their ratio. It appears
 //! only where such records exist (a machine with one GPU writes none).
 
@@ -9,7 +9,7 @@ use super::scenario_tables::{cell, of, over, ratio_cell, samples_line, section};
 use super::tables::{header_row, ratio_str};
 use crate::human_bytes;
 
-/// Issue 14's target: two GPUs move at least this many times what one moves, with
+/// The target: two GPUs move at least this many times what one moves, with
 /// `resident`.
 const TARGET_RATIO: f64 = 1.8;
 

@@ -1,4 +1,4 @@
-//! The back-to-back tables in markdown: the seed shapes, one sweep per direction, and
+//! The back-to-back tables in markdown: the common tensor shapes, one sweep per direction, and
 //! the reading (a few sentences computed from the numbers).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -7,8 +7,8 @@ use std::fmt::{Display, Write as _};
 use super::record::{column_rank, direction_rank, Record};
 use crate::human_bytes;
 
-/// The seed's tensor shapes: (bytes, label).
-const SEED_SIZES: [(u64, &str); 3] = [
+/// Three common image tensors, f32: (bytes, label).
+const SHAPE_SIZES: [(u64, &str); 3] = [
     (150_528, "112×112×3 f32"),
     (196_608, "128×128×3 f32"),
     (4_915_200, "640×640×3 f32"),
@@ -132,11 +132,11 @@ pub(super) fn header_row(first: &[&str], columns: &[impl Display]) -> String {
     s
 }
 
-pub(super) fn seed_table(t: &Table) -> String {
+pub(super) fn shapes_table(t: &Table) -> String {
     let mut s = header_row(&["transfer", "bytes"], &t.columns);
     let mut rows = 0;
     for dir in &t.directions {
-        for (bytes, label) in SEED_SIZES {
+        for (bytes, label) in SHAPE_SIZES {
             if !t.sizes(dir).contains(&bytes) {
                 continue;
             }
@@ -157,7 +157,8 @@ pub(super) fn seed_table(t: &Table) -> String {
         }
     }
     if rows == 0 {
-        return "No seed shape (150528, 196608 or 4915200 bytes) was measured.\n".into();
+        return "None of the common shapes (150528, 196608 or 4915200 bytes) was measured.\n"
+            .into();
     }
     s
 }

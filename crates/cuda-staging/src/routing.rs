@@ -1,6 +1,19 @@
 //! Which way `upload` / `download` move a transfer: through the pinned buffer,
 //! straight from or into the caller's page-locked memory, or through the driver's
 //! pageable path.
+//!
+//! Routing is per direction. A transfer below the lower bound
+//! ([`DEFAULT_STAGE_MIN_BYTES`]: uploads under 32 KiB, which the driver copies inline
+//! as fast as a DMA from pinned memory) or above the upper one (none by default) goes
+//! to the driver. Otherwise the driver is asked whether the host range is
+//! page-locked (a [`crate::PinnedBuffer`], a [`crate::HostRegistration`], another
+//! library's pinned memory; one call of about 0.1 µs), and a page-locked range is
+//! DMA'd straight from or into. The answer is remembered for the same range for the
+//! next [`MEMO_USES`] transfers, which is safe either way: a wrong answer only picks
+//! a slower route. Everything else is staged, except an upload after a gap that the
+//! caller would copy alone (`tuning::DRIVER_AFTER_GAP_UPLOAD_MIN_BYTES`), which goes
+//! to the driver. `StagingBuffer::calibrate` sets the bounds from measurements;
+//! `set_auto_stage_max_bytes` sets one fixed upper bound and no lower one.
 
 use std::ffi::c_void;
 

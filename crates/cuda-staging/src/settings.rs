@@ -17,9 +17,9 @@ impl StagingBuffer {
 
     /// Sets the routing threshold for both directions and clears the lower bounds
     /// (and [`StagingBuffer::driver_after_gap`]): afterwards transfers of at most `bytes` are staged and larger ones go to the
-    /// driver's pageable path, exactly as the seed describes. `0` sends every
-    /// non-empty convenience transfer to the driver; `usize::MAX` stages all.
-    /// [`crate::DEFAULT_AUTO_STAGE_MAX_BYTES`] restores the seed's routing.
+    /// driver's pageable path. `0` sends every non-empty convenience transfer to the
+    /// driver; `usize::MAX` stages all. [`crate::DEFAULT_AUTO_STAGE_MAX_BYTES`] is
+    /// 512 KiB.
     pub fn set_auto_stage_max_bytes(&mut self, bytes: usize) {
         self.routing.max = PerDirection::both(bytes);
         self.routing.min = PerDirection::both(0);

@@ -10,7 +10,7 @@
 //! `cargo test -p cuda-staging --test batch -- --ignored` on a GPU machine). Without
 //! a device each one fails loudly.
 //!
-//! Conventions as in `ring.rs`: patterns that differ per element and per call, every
+//! Conventions as in `ring/main.rs`: patterns that differ per element and per call, every
 //! element compared byte for byte, helpers in `tests/common`.
 
 mod common;

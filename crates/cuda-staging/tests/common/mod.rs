@@ -1,5 +1,5 @@
-//! Helpers shared by the GPU test binaries of `cuda-staging` (`gpu.rs`, `batch.rs`,
-//! `ring.rs`, `pipeline.rs`, `steady_state.rs`, `gpu_driver_error.rs`, `faults.rs`):
+//! Helpers shared by the GPU test binaries of `cuda-staging` (`gpu/`, `batch.rs`,
+//! `ring/`, `pipeline.rs`, `steady_state.rs`, `gpu_driver_error.rs`, `faults.rs`):
 //! device set-up that fails loudly, per-element per-call patterns, exact comparisons
 //! with short failure messages, queued work to transfer behind, stats bookkeeping,
 //! and a look at the copy pool's threads.
@@ -251,7 +251,7 @@ impl Busy {
     }
 
     /// Half of [`Busy::queue`]: [`BUSY_REPS`] copies of [`BUSY_BYTES`] from a to b
-    /// only (the amount `gpu.rs`'s ordering tests were written against).
+    /// only (the amount `gpu/ordering.rs`'s tests were written against).
     pub fn queue_one_way(&mut self, stream: &Stream) {
         for _ in 0..BUSY_REPS {
             stream.memcpy_dtod(&self.a, &mut self.b).expect("busy dtod");

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
+use super::cells::{cell, find, of, over, samples_line, section, times_str};
 use super::record::{direction_rank, ScenarioRecord, CONTENDED, FRAME_LOOP_SCENARIOS, TIGHT_LOOP};
-use super::scenario_tables::{cell, find, of, over, samples_line, section};
 use super::tables::{header_row, num3, ratio_str};
 use crate::human_bytes;
 
@@ -72,11 +72,6 @@ pub(super) fn baseline<'a>(row: &[&'a ScenarioRecord]) -> Option<&'a ScenarioRec
                 .unwrap_or(f64::MAX)
                 .total_cmp(&b.p50().unwrap_or(f64::MAX))
         })
-}
-
-/// A CPU multiple as `1.23×`.
-pub(super) fn times_str(x: f64) -> String {
-    format!("{x:.2}×")
 }
 
 /// `frame_loop`'s heading of one scenario's table.

@@ -5,10 +5,12 @@
 //! One concern per module: [`record`] holds what was measured and its order,
 //! [`reader`] reads criterion's files and the benchmark executables' records files,
 //! [`tables`] makes the back-to-back tables and the reading, [`targets`] the
-//! reading's check of the latency and CPU-per-frame targets, [`frame_tables`] the frame-loop tables
-//! (latency and CPU per frame), [`scenario_tables`] the pipeline and batch tables,
-//! [`scaling`] the multi-GPU scaling table, [`chart`] draws the SVG; this module
-//! puts the documents together.
+//! reading's check of the latency and CPU-per-frame targets, [`cells`] what every
+//! scenario table is made of, [`frame_tables`] the frame-loop tables (latency and
+//! CPU per frame), [`scaling`] the multi-GPU scaling table, [`scenario_tables`] the
+//! pipeline and batch tables and the order of all scenario sections, [`chart`] draws
+//! the SVG; this module puts the documents together. No two of them import each
+//! other.
 //!
 //! The naming contract with the `benches` package: a benchmark's criterion group id is
 //! `"{direction}/{bytes}"` (direction `H2D` or `D2H`, bytes the transfer size) and its
@@ -17,6 +19,7 @@
 //! way round reads the same. The other benchmark executables write records files
 //! (see [`ScenarioRecord`]).
 
+mod cells;
 mod chart;
 #[cfg(test)]
 mod fixtures;

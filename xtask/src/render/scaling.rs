@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
+use super::cells::{cell, of, over, ratio_cell, samples_line, section};
 use super::record::{direction_rank, scenario_column_rank, ScenarioRecord, SCALING};
-use super::scenario_tables::{cell, of, over, ratio_cell, samples_line, section};
 use super::tables::{header_row, ratio_str};
 use crate::human_bytes;
 

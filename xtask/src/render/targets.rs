@@ -9,9 +9,9 @@
 
 use std::fmt::Write as _;
 
-use super::frame_tables::{baseline, row, times_str};
+use super::cells::{find, of, over, times_str};
+use super::frame_tables::{baseline, row};
 use super::record::{ScenarioRecord, CONTENDED, FOUR_PIPELINES, FRAME_LOOP_SCENARIOS};
-use super::scenario_tables::{find, of, over};
 use super::tables::{num3, ratio_str};
 use crate::human_bytes;
 

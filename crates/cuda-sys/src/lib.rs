@@ -156,12 +156,10 @@ macro_rules! driver_api {
             pub unsafe fn load_from(library: &str) -> Result<Driver, LoadError> {
                 // SAFETY: condition 1.
                 let lib = unsafe { libloading::Library::new(library) }.map_err(|e| {
-                    let source = LoaderError(Arc::new(e));
                     LoadError::LibraryNotFound {
                         library: library.to_owned(),
                         tried: vec![library.to_owned()],
-                        errors: vec![source.clone()],
-                        source,
+                        errors: vec![LoaderError(Arc::new(e))],
                     }
                 })?;
                 $(

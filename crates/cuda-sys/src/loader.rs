@@ -73,12 +73,11 @@ pub enum LoadError {
         /// Every name tried, in order.
         tried: Vec<String>,
         /// The loader's error for each name of `tried`, in the same order. The
-        /// message lists them all when several names were tried: the first name's
-        /// error is usually the telling one (on Linux, why `libcuda.so.1` did not
-        /// open), not the last (the WSL path, absent on other machines).
+        /// message lists them all when several names were tried, and the error's
+        /// `source()` is the first: usually the telling one (on Linux, why
+        /// `libcuda.so.1` did not open), not the last (the WSL path, absent on
+        /// other machines).
         errors: Vec<LoaderError>,
-        /// The loader's error for the first name tried.
-        source: LoaderError,
     },
     /// The library opened but lacks a function this workspace needs (a driver
     /// older than the API used here).
@@ -150,9 +149,10 @@ fn without_name(name: &str, e: &LoaderError) -> String {
 impl std::error::Error for LoadError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            LoadError::LibraryNotFound { source, .. } | LoadError::MissingSymbol { source, .. } => {
-                Some(source)
-            }
+            LoadError::LibraryNotFound { errors, .. } => errors
+                .first()
+                .map(|e| e as &(dyn std::error::Error + 'static)),
+            LoadError::MissingSymbol { source, .. } => Some(source),
             LoadError::AlreadyLoaded { .. } => None,
         }
     }
@@ -187,19 +187,14 @@ impl Driver {
         for name in names {
             // SAFETY: condition 1.
             match unsafe { Driver::load_from(name) } {
-                Err(LoadError::LibraryNotFound { source, .. }) => errors.push(source),
+                Err(LoadError::LibraryNotFound { errors: e, .. }) => errors.extend(e),
                 other => return other,
             }
         }
-        let source = errors
-            .first()
-            .cloned()
-            .unwrap_or_else(|| LoaderError(Arc::new(libloading::Error::DlOpenUnknown)));
         Err(LoadError::LibraryNotFound {
             library: names.first().copied().unwrap_or_default().to_owned(),
             tried: names.iter().map(|n| (*n).to_owned()).collect(),
             errors,
-            source,
         })
     }
 }
@@ -296,11 +291,16 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
-        let LoadError::LibraryNotFound { errors, source, .. } = &err else {
+        let LoadError::LibraryNotFound { errors, .. } = &err else {
             unreachable!()
         };
         assert_eq!(errors.len(), 2, "one loader error per name");
-        assert_eq!(source, &errors[0], "the source is the first name's error");
+        let source = err.source().and_then(|s| s.downcast_ref::<LoaderError>());
+        assert_eq!(
+            source,
+            Some(&errors[0]),
+            "the source is the first name's error"
+        );
         let text = err.to_string();
         // Each name with its own error, in order, the name not repeated.
         let (a, b) = (

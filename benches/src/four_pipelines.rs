@@ -295,6 +295,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_full_settings_time_a_thousand_frames_or_more() {
+        assert!(FrameSettings::full().pipeline_frames * PIPELINE_THREADS >= 1000);
+    }
+
+    #[test]
     fn phases_are_named_as_in_the_records() {
         let names: Vec<&str> = PipelineColumn::ALL.iter().map(|c| c.name()).collect();
         assert_eq!(

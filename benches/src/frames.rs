@@ -30,7 +30,7 @@ use std::time::Duration;
 use crate::column;
 
 mod settings;
-pub use settings::{assumed_transfer_cost, FrameSettings};
+pub use settings::FrameSettings;
 
 /// What the calling thread does before each measured transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

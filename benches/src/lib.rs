@@ -46,6 +46,7 @@ pub mod neighbours;
 pub mod pattern;
 pub mod pipeline;
 pub mod records;
+pub mod run_time;
 pub mod scaling;
 pub mod stats;
 pub mod tight_loop;

@@ -23,7 +23,7 @@ use std::time::Instant;
 use benches::frame_loop::FrameLoop;
 use benches::frames::{scenarios_from, FrameSettings, Scenario, FRAMES_ONLY_ENV};
 use benches::records::{self, Record, RECORDS_DIR_ENV};
-use benches::{chunks, four_pipelines, log_tables, scaling, Gpu, RunMode};
+use benches::{chunks, four_pipelines, frame_scenarios, log_tables, scaling, Gpu, RunMode};
 
 fn main() -> ExitCode {
     let mode = RunMode::from_args(std::env::args());
@@ -105,7 +105,7 @@ fn run(
             .map_err(|e| format!("data check before timing: {e}"))?;
         progress("every column's data checked at every size, both ways");
         for &s in &frame_scenarios {
-            match fl.run(s, settings, progress) {
+            match frame_scenarios::run(&mut fl, s, settings, progress) {
                 Ok((frames, contended)) => {
                     frame_records.extend(frames);
                     contended_records.extend(contended);

@@ -40,7 +40,7 @@ use cuda_staging::StagingBuffer;
 use crate::cpu_time::{self, CpuTally};
 use crate::frames::{FrameColumn, FrameSettings, Gap, Scenario, LOW_LATENCY_QUIET};
 use crate::gap::GapRunner;
-use crate::records::{ContendedRecord, FrameRecord};
+use crate::records::FrameRecord;
 use crate::stats::Summary;
 use crate::{compare, dtoh_pageable_async, fill_pattern, htod_pageable_async, Direction, Gpu};
 
@@ -249,37 +249,10 @@ impl<'g> FrameLoop<'g> {
             .sum()
     }
 
-    /// Runs one scenario on these columns: a frame loop with a gap, `tight-loop` or
-    /// `contended`. Returns the frame records and the `contended` ones;
-    /// `progress` hears about each finished cell.
-    pub fn run(
-        &mut self,
-        scenario: Scenario,
-        settings: &FrameSettings,
-        progress: impl FnMut(&str),
-    ) -> Result<(Vec<FrameRecord>, Vec<ContendedRecord>), String> {
-        let pinned_before = self.allocations();
-        let records = match scenario {
-            Scenario::TightLoop => (
-                crate::tight_loop::run(self, settings, progress)?,
-                Vec::new(),
-            ),
-            Scenario::Contended => (Vec::new(), crate::contended::run(self, settings, progress)?),
-            _ => (self.run_gaps(scenario, settings, progress)?, Vec::new()),
-        };
-        let pinned = self.allocations() - pinned_before;
-        if pinned != 0 {
-            eprintln!(
-                "frames: WARNING: {}: the staging buffers pinned memory {pinned} time(s) while timing",
-                scenario.name()
-            );
-        }
-        Ok(records)
-    }
-
     /// One frame-loop scenario with a gap over every size and both directions: a
-    /// record per cell and column.
-    fn run_gaps(
+    /// record per cell and column ([`crate::frame_scenarios::run`] runs every
+    /// scenario).
+    pub(crate) fn run_gaps(
         &mut self,
         scenario: Scenario,
         settings: &FrameSettings,

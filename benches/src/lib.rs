@@ -39,6 +39,7 @@ pub mod cpu_time;
 mod cudarc_gpu;
 pub mod four_pipelines;
 pub mod frame_loop;
+pub mod frame_scenarios;
 pub mod frames;
 pub mod gap;
 pub mod log_tables;

@@ -307,10 +307,12 @@ pub fn write_script(path: &Path, text: &str) -> Result<()> {
 
 /// Writes `script` to `bundle/run.sh` in a temp folder and runs it as the README
 /// does, `bash bundle/run.sh --help` from that folder (a relative path, so the
-/// script must find itself after changing directory); returns whether it exited 0
-/// and what it printed, both streams.
+/// script must find itself after changing directory), and checks that it exits 0
+/// and prints its usage: the comment block without the `#`, from `first` (the
+/// first line's start) through a line holding `middle` to `last` (the end), and no
+/// code.
 #[cfg(all(test, unix))]
-pub fn run_script_help(script: &str) -> (bool, String) {
+pub fn check_script_help(script: &str, first: &str, middle: &str, last: &str) {
     let sh = Shell::new().unwrap();
     let tmp = sh.create_temp_dir().unwrap();
     fs::create_dir_all(tmp.path().join("bundle")).unwrap();
@@ -328,7 +330,11 @@ pub fn run_script_help(script: &str) -> (bool, String) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (out.status.success(), printed)
+    assert!(out.status.success(), "{printed}");
+    assert!(printed.starts_with(first), "{printed}");
+    assert!(printed.contains(middle), "{printed}");
+    assert!(printed.trim_end().ends_with(last), "{printed}");
+    assert!(!printed.contains("set -u"), "{printed}");
 }
 
 /// Total size of the files under `path`.

@@ -10,9 +10,9 @@
 //! library's pinned memory; one call of about 0.1 µs), and a page-locked range is
 //! DMA'd straight from or into. The answer is remembered for the same range for the
 //! next [`MEMO_USES`] transfers, which is safe either way: a wrong answer only picks
-//! a slower route. Everything else is staged, except an upload after a gap that the
-//! caller would copy alone (`tuning::DRIVER_AFTER_GAP_UPLOAD_MIN_BYTES`), which goes
-//! to the driver. `StagingBuffer::calibrate` sets the bounds from measurements;
+//! a slower route. Everything else is staged, except, after a gap, a transfer the
+//! caller would copy alone from `tuning::DRIVER_AFTER_GAP_MIN_BYTES` (every upload,
+//! downloads over 512 KiB), which goes to the driver. `StagingBuffer::calibrate` sets the bounds from measurements;
 //! `set_auto_stage_max_bytes` sets one fixed upper bound and no lower one.
 
 use std::ffi::c_void;

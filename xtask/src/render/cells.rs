@@ -1,12 +1,15 @@
 //! What every scenario table is made of: picking records ([`of`], [`find`]), ratios
 //! that exist only where both numbers do ([`over`]), cells and multiples that show
-//! `—` for a missing number, the samples line, and a section around a table. Below
-//! the tables that use them ([`super::scenario_tables`], [`super::frame_tables`],
-//! [`super::scaling`], [`super::targets`]), so none of those imports another for
+//! `—` for a missing number, the samples line, a table of one row per column
+//! ([`per_column_table`]) and a section around a table. Below the tables that use
+//! them ([`super::scenario_tables`], [`super::frame_tables`], [`super::scaling`],
+//! [`super::waits`], [`super::targets`]), so none of those imports another for
 //! these.
 
+use std::fmt::Write as _;
+
 use super::record::{scenario_column_rank, ScenarioRecord};
-use super::tables::{num3, ratio_str};
+use super::tables::{header_row, num3, ratio_str};
 
 /// The records of `scenario`, in table order.
 pub(super) fn of<'a>(records: &'a [ScenarioRecord], scenario: &str) -> Vec<&'a ScenarioRecord> {
@@ -61,4 +64,26 @@ pub(super) fn section(title: &str, note: &str, body: String) -> String {
 /// A CPU multiple as `1.23×`.
 pub(super) fn times_str(x: f64) -> String {
     format!("{x:.2}×")
+}
+
+/// A table of one row per record: the column's name, then `cells(record)` under
+/// `headers` (after "column"), then the samples line; empty without records.
+pub(super) fn per_column_table(
+    records: &[&ScenarioRecord],
+    headers: &[&str],
+    cells: impl Fn(&ScenarioRecord) -> Vec<String>,
+) -> String {
+    if records.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\n");
+    s.push_str(&header_row(
+        &[&["column"], headers].concat(),
+        &[] as &[&str],
+    ));
+    for r in records {
+        let _ = writeln!(s, "| {} | {} |", r.column, cells(r).join(" | "));
+    }
+    s.push_str(&samples_line(records, "row"));
+    s
 }

@@ -6,10 +6,10 @@
 
 use std::fmt::Write as _;
 
-use super::cells::{cell, find, of, over, ratio_cell, samples_line, section, times_str};
+use super::cells::{cell, find, of, over, per_column_table, ratio_cell, section, times_str};
 use super::frame_tables::frame_loop;
 use super::record::{ScenarioRecord, BATCH, FOUR_PIPELINES, PIPELINE};
-use super::tables::{header_row, ratio_str};
+use super::tables::ratio_str;
 
 const FOUR_PIPELINES_NOTE: &str = "Four pipelines run at once, each on its own thread. \
 frames/s as the benchmark measured it; the ratio is the column's frames/s over `pageable`'s, \
@@ -42,28 +42,6 @@ pub(super) fn sections(records: &[ScenarioRecord]) -> String {
         super::scaling::scaling(records),
     ]
     .concat()
-}
-
-/// A table of one row per record: the column's name, then `cells(record)` under
-/// `headers` (after "column"), then the samples line; empty without records.
-pub(super) fn per_column_table(
-    records: &[&ScenarioRecord],
-    headers: &[&str],
-    cells: impl Fn(&ScenarioRecord) -> Vec<String>,
-) -> String {
-    if records.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from("\n");
-    s.push_str(&header_row(
-        &[&["column"], headers].concat(),
-        &[] as &[&str],
-    ));
-    for r in records {
-        let _ = writeln!(s, "| {} | {} |", r.column, cells(r).join(" | "));
-    }
-    s.push_str(&samples_line(records, "row"));
-    s
 }
 
 /// A count, or `—` where there is none.

@@ -5,9 +5,10 @@
 
 use std::fmt::Write as _;
 
-use super::frame_tables::times_str;
+use super::cells::{
+    cell, find, of, over, per_column_table, ratio_cell, samples_line, section, times_str,
+};
 use super::record::{ScenarioRecord, BEHIND_WORK, GPU_HEAVY};
-use super::scenario_tables::{cell, find, of, over, per_column_table, ratio_cell, section};
 use super::tables::{header_row, num3, ratio_str};
 
 const NOTE: &str = "Every wait for the GPU (a transfer landing, a ring's ticket, \
@@ -135,7 +136,7 @@ fn behind_work(records: &[ScenarioRecord]) -> String {
             ));
         }
     }
-    s.push_str(&super::scenario_tables::samples_line(&found, "cell"));
+    s.push_str(&samples_line(&found, "cell"));
     if !checks.is_empty() {
         let _ = write!(s, "\nTargets:\n\n{}\n", checks.join("\n"));
     }

@@ -109,24 +109,34 @@ impl StreamState {
     }
 
     /// Waits for the stream's work as `policy` says: polling with `cuStreamQuery`
-    /// (with sleeps between once the spin is over), the driver's spinning
-    /// `cuStreamSynchronize`, or blocking on the stream's blocking-sync event.
+    /// for the policy's spin, then polling an event recorded at the stream's end
+    /// with sleeps between (`cuEventQuery` costs the same however much work is
+    /// queued, where `cuStreamQuery` grew with it); the driver's spinning
+    /// `cuStreamSynchronize`; or blocking on that event in the driver.
     fn wait(&self, policy: WaitPolicy) -> Result<()> {
         // SAFETY: `raw` is alive while `self` is (destroyed in Drop only).
         let query = || unsafe { result::stream_query(self.raw) };
         match wait::poll(policy, query)? {
             Then::Done => Ok(()),
-            Then::Sleep => wait::sleep_until(query),
+            Then::Sleep => {
+                let (event, _g) = self.end_event()?;
+                // SAFETY: the event lives as long as `self` (destroyed in Drop).
+                wait::sleep_until(|| unsafe { result::event_query(event) })
+            }
             // SAFETY: as above.
             Then::Spin => unsafe { result::stream_synchronize(self.raw) },
-            Then::Block => self.block(),
+            Then::Block => {
+                let (event, _g) = self.end_event()?;
+                // SAFETY: as above; a blocking-sync event sleeps in the driver.
+                unsafe { result::event_synchronize(event) }
+            }
         }
     }
 
-    /// Blocks until everything queued so far is done: records the stream's
-    /// blocking-sync event (made on first use) and waits on it.
-    fn block(&self) -> Result<()> {
-        let _g = self.ctx.enter()?;
+    /// The stream's blocking-sync event (made on first use), recorded at the end of
+    /// everything queued so far, with the stream's context current (the guard).
+    fn end_event(&self) -> Result<(CUevent, crate::context::ContextGuard<'_>)> {
+        let g = self.ctx.enter()?;
         let event = match self.blocking.get() {
             Some(e) => e.0,
             None => {
@@ -145,10 +155,8 @@ impl StreamState {
         };
         // SAFETY: the event lives as long as `self` (destroyed in Drop) and belongs
         // to the stream's context, which is current; `raw` is alive.
-        unsafe {
-            result::event_record(event, self.raw)?;
-            result::event_synchronize(event)
-        }
+        unsafe { result::event_record(event, self.raw) }?;
+        Ok((event, g))
     }
 
     /// Waits until ticket `t` is complete.

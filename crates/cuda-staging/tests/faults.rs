@@ -624,8 +624,9 @@ fn in_own_process(name: &str, scenario: impl FnOnce()) {
         status.success(),
         "{name}: the child failed, {status}:\n{shown}"
     );
+    // The child's progress lines come between "test NAME ..." and its "ok".
     assert!(
-        text.contains(&format!("test {name} ... ok")) && text.contains("1 passed"),
+        text.contains(&format!("test {name} ... ")) && text.contains("test result: ok. 1 passed"),
         "{name}: the child did not run and pass {name}:\n{shown}"
     );
     println!("{name}: passed in its own process ({status}):\n{shown}");

@@ -72,7 +72,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode};
 use cuda_core::bytemuck::Pod;
-use cuda_core::{Context, DeviceBuffer, Error, PinnedBuffer, Stream};
+use cuda_core::{Context, DeviceBuffer, Error, PinnedBuffer, Stream, WaitPolicy};
 
 pub use cudarc;
 pub use cudarc_gpu::{CudarcBuffers, CudarcGpu};
@@ -416,31 +416,32 @@ fn check_lengths(op: &'static str, host: usize, device: usize) -> Result<(), Err
 
 /// The `pageable-async` column, host to device: [`Stream::memcpy_htod_sync`] of all
 /// of `src` (any host memory; the driver stages pageable memory itself) into `dst`,
-/// queued on `stream`, then a wait for the stream. `src.len()` must equal
-/// `dst.len()`.
+/// queued on `stream`, then the driver's own spinning wait for the stream (the
+/// driver's path as it is, the baseline). `src.len()` must equal `dst.len()`.
 pub fn htod_pageable_async<T: Pod>(
     dst: &mut DeviceBuffer<T>,
     src: &[T],
     stream: &Stream,
 ) -> Result<(), Error> {
     check_lengths("htod_pageable_async", src.len(), dst.len())?;
-    stream.memcpy_htod_sync(src, dst)
+    stream.memcpy_htod_sync_with(src, dst, WaitPolicy::Spin)
 }
 
 /// The `pageable-async` column, device to host: [`Stream::memcpy_dtoh_sync`] of all
-/// of `src` into `dst` (any host memory), queued on `stream`, then a wait for the
-/// stream. `dst.len()` must equal `src.len()`.
+/// of `src` into `dst` (any host memory), queued on `stream`, then the driver's own
+/// spinning wait for the stream. `dst.len()` must equal `src.len()`.
 pub fn dtoh_pageable_async<T: Pod>(
     dst: &mut [T],
     src: &DeviceBuffer<T>,
     stream: &Stream,
 ) -> Result<(), Error> {
     check_lengths("dtoh_pageable_async", dst.len(), src.len())?;
-    stream.memcpy_dtoh_sync(src, dst)
+    stream.memcpy_dtoh_sync_with(src, dst, WaitPolicy::Spin)
 }
 
 /// The `raw-pinned` floor, host to device: [`Stream::memcpy_htod`] from a
-/// [`PinnedBuffer`], then [`Stream::synchronize`]. `src.len()` must equal
+/// [`PinnedBuffer`], then the driver's own spinning wait
+/// ([`Stream::synchronize_with`] [`WaitPolicy::Spin`]). `src.len()` must equal
 /// `dst.len()`.
 pub fn htod_raw_pinned<T: Pod>(
     dst: &mut DeviceBuffer<T>,
@@ -449,12 +450,12 @@ pub fn htod_raw_pinned<T: Pod>(
 ) -> Result<(), Error> {
     check_lengths("htod_raw_pinned", src.len(), dst.len())?;
     stream.memcpy_htod(src, dst)?;
-    stream.synchronize()
+    stream.synchronize_with(WaitPolicy::Spin)
 }
 
 /// The `raw-pinned` floor, device to host: [`Stream::memcpy_dtoh`] into a
-/// [`PinnedBuffer`], then [`Stream::synchronize`] (so reading `dst` afterwards
-/// waits for nothing). `dst.len()` must equal `src.len()`.
+/// [`PinnedBuffer`], then the driver's own spinning wait (so reading `dst`
+/// afterwards waits for nothing). `dst.len()` must equal `src.len()`.
 pub fn dtoh_raw_pinned<T: Pod>(
     dst: &mut PinnedBuffer<T>,
     src: &DeviceBuffer<T>,
@@ -462,7 +463,7 @@ pub fn dtoh_raw_pinned<T: Pod>(
 ) -> Result<(), Error> {
     check_lengths("dtoh_raw_pinned", dst.len(), src.len())?;
     stream.memcpy_dtoh(src, dst)?;
-    stream.synchronize()
+    stream.synchronize_with(WaitPolicy::Spin)
 }
 
 #[cfg(test)]

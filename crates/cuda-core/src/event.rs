@@ -14,8 +14,9 @@ use crate::{deferred, result};
 
 /// A CUDA event. [`Event::new`] makes the cheap kind used for ordering and waiting
 /// (`CU_EVENT_DISABLE_TIMING`); [`Event::with_timing`] one that can also time work
-/// ([`Event::elapsed_ms`]). Both are created with `CU_EVENT_BLOCKING_SYNC`, so that a
-/// wait on them can sleep instead of spinning ([`Event::synchronize_with`]).
+/// ([`Event::elapsed_ms`]). Neither is a blocking-sync event: the driver spins in
+/// `cuEventSynchronize` on them ([`WaitPolicy::Spin`]); the other policies poll
+/// `cuEventQuery`, with sleeps between once their spin is over.
 ///
 /// Waiting on an event through this crate ([`Event::synchronize`], or
 /// [`Event::query`] answering `true`) also tells every buffer with copies queued on
@@ -54,16 +55,12 @@ unsafe impl Sync for Event {}
 impl Event {
     /// Creates an event for ordering and waiting (no timing) in `ctx`.
     pub fn new(ctx: &Context) -> Result<Event> {
-        Event::create(
-            ctx,
-            cuda_sys::CU_EVENT_DISABLE_TIMING | cuda_sys::CU_EVENT_BLOCKING_SYNC,
-            false,
-        )
+        Event::create(ctx, cuda_sys::CU_EVENT_DISABLE_TIMING, false)
     }
 
     /// Creates an event that also records a timestamp, for [`Event::elapsed_ms`].
     pub fn with_timing(ctx: &Context) -> Result<Event> {
-        Event::create(ctx, cuda_sys::CU_EVENT_BLOCKING_SYNC, true)
+        Event::create(ctx, cuda_sys::CU_EVENT_DEFAULT, true)
     }
 
     fn create(ctx: &Context, flags: u32, timing: bool) -> Result<Event> {
@@ -120,23 +117,19 @@ impl Event {
         r
     }
 
-    /// Waits as `policy` says: polling with `cuEventQuery` (with sleeps between
-    /// once the spin is over), or blocking in `cuEventSynchronize` (a blocking-sync
-    /// event sleeps there).
+    /// Waits as `policy` says: the driver's spinning `cuEventSynchronize`
+    /// ([`WaitPolicy::Spin`]), or polling with `cuEventQuery`, with sleeps between
+    /// once the spin is over.
     fn wait(&self, policy: WaitPolicy) -> Result<()> {
         // SAFETY: `raw` is alive while `self` is.
         let query = || unsafe { result::event_query(self.raw) };
         match wait::poll(policy, query)? {
             Then::Done => Ok(()),
-            Then::Sleep => wait::sleep_until(query),
+            // Not a blocking-sync event: `cuEventSynchronize` would spin, so a
+            // blocking wait polls with sleeps between.
+            Then::Sleep | Then::Block => wait::sleep_until(query),
             // SAFETY: as above.
-            Then::Block => unsafe { result::event_synchronize(self.raw) },
-            Then::Spin => loop {
-                if query()? {
-                    return Ok(());
-                }
-                std::hint::spin_loop();
-            },
+            Then::Spin => unsafe { result::event_synchronize(self.raw) },
         }
     }
 

@@ -279,11 +279,21 @@ impl Stream {
     /// Copies any host memory (pageable or not) into the first `src.len()` elements
     /// of `dst` in stream order, and waits for the stream before returning, so `src`
     /// is free again. The driver stages pageable memory itself. Errors as
-    /// [`Stream::memcpy_htod`], plus the wait's.
+    /// [`Stream::memcpy_htod`], plus the wait's. Waits as [`Stream::synchronize`].
     pub fn memcpy_htod_sync<T: Pod>(
         &self,
         src: &[T],
         dst: &mut impl DeviceSliceMut<T>,
+    ) -> Result<()> {
+        self.memcpy_htod_sync_with(src, dst, WaitPolicy::default())
+    }
+
+    /// [`Stream::memcpy_htod_sync`], waiting as `policy` says.
+    pub fn memcpy_htod_sync_with<T: Pod>(
+        &self,
+        src: &[T],
+        dst: &mut impl DeviceSliceMut<T>,
+        policy: WaitPolicy,
     ) -> Result<()> {
         let op = "memcpy_htod_sync";
         let bytes = copy_bytes::<T>(op, src.len(), dst.len())?;
@@ -299,13 +309,23 @@ impl Stream {
             unsafe { result::memcpy_htod_async(d.ptr, src.as_ptr().cast(), bytes, self.state.raw) }
         })?;
         drop(uses);
-        self.synchronize()
+        self.synchronize_with(policy)
     }
 
     /// Copies `src` into the first `src.len()` elements of any host slice `dst` in
     /// stream order, and waits for the stream before returning. Errors as
-    /// [`Stream::memcpy_htod`], plus the wait's.
+    /// [`Stream::memcpy_htod`], plus the wait's. Waits as [`Stream::synchronize`].
     pub fn memcpy_dtoh_sync<T: Pod>(&self, src: &impl DeviceSlice<T>, dst: &mut [T]) -> Result<()> {
+        self.memcpy_dtoh_sync_with(src, dst, WaitPolicy::default())
+    }
+
+    /// [`Stream::memcpy_dtoh_sync`], waiting as `policy` says.
+    pub fn memcpy_dtoh_sync_with<T: Pod>(
+        &self,
+        src: &impl DeviceSlice<T>,
+        dst: &mut [T],
+        policy: WaitPolicy,
+    ) -> Result<()> {
         let op = "memcpy_dtoh_sync";
         let bytes = copy_bytes::<T>(op, src.len(), dst.len())?;
         let d = src.device_access();
@@ -323,7 +343,7 @@ impl Stream {
             }
         })?;
         drop(uses);
-        self.synchronize()
+        self.synchronize_with(policy)
     }
 
     pub(crate) fn check_device(

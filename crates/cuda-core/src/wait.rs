@@ -51,8 +51,10 @@ pub enum WaitPolicy {
     /// Poll until the work is done: the lowest latency, and a busy core for the
     /// whole wait.
     Spin,
-    /// Sleep in the driver until the GPU signals completion (a blocking-sync event):
-    /// the least CPU while waiting, and a wake-up of 100-180 µs on every wait.
+    /// Sleep in the driver until the GPU signals completion (a stream's wait records
+    /// a blocking-sync event and waits on it): the least CPU while waiting, and a
+    /// wake-up of 100-180 µs on every wait. An [`crate::Event`]'s wait, whose event
+    /// is not blocking-sync, polls with [`POLL_SLEEP`] sleeps between instead.
     Block,
     /// Poll for up to `spin`, then poll with [`POLL_SLEEP`] sleeps between.
     Hybrid {

@@ -99,11 +99,11 @@ impl Leg<'_> {
     }
 
     /// The driver's own copy (pageable or page-locked host memory), in stream order,
-    /// waiting until it has landed.
-    fn driver_copy(self, stream: &Stream) -> Result<()> {
+    /// waiting until it has landed, as `wait` says.
+    fn driver_copy(self, stream: &Stream, wait: WaitPolicy) -> Result<()> {
         match self {
-            Leg::Upload { src, mut dst } => stream.memcpy_htod_sync(src, &mut dst),
-            Leg::Download { src, dst } => stream.memcpy_dtoh_sync(&src, dst),
+            Leg::Upload { src, mut dst } => stream.memcpy_htod_sync_with(src, &mut dst, wait),
+            Leg::Download { src, dst } => stream.memcpy_dtoh_sync_with(&src, dst, wait),
         }
     }
 }
@@ -313,7 +313,10 @@ impl StagingBuffer {
         }
         let r = match (route, copier) {
             (Route::Staged, Some(copier)) => self.staged(leg, stream, copier),
-            _ => leg.driver_copy(stream),
+            _ => {
+                let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
+                leg.driver_copy(stream, wait)
+            }
         };
         self.finish_transfer();
         r?;

@@ -83,11 +83,12 @@ impl StagingBuffer {
     }
 
     /// Sets how this buffer's calls wait for their transfers to land. The default,
-    /// [`WaitPolicy::default`], polls for [`crate::DEFAULT_SPIN`] (plus the time the
-    /// transfer itself takes on the link at 40 GB/s, when nothing is queued ahead
-    /// of it), then polls with [`crate::POLL_SLEEP`] sleeps between: a transfer with
-    /// nothing queued ahead of it keeps a spinning wait's latency, and one queued
-    /// behind a model's run sleeps through the run instead of spinning a core.
+    /// [`WaitPolicy::default`], polls for [`crate::DEFAULT_SPIN`], then polls with
+    /// [`crate::POLL_SLEEP`] sleeps between, so a transfer queued behind a model's
+    /// run sleeps through the run instead of spinning a core; a transfer with
+    /// nothing queued ahead of it keeps a spinning wait's latency (a small one polls
+    /// for its own link time too, one of 400 KB and more keeps to the driver's
+    /// spinning wait; see the `waiting` module).
     /// [`WaitPolicy::Spin`] spins through every wait (lowest latency, a core busy
     /// while the GPU works); [`WaitPolicy::Block`] blocks in the driver at once (the
     /// least CPU, and 100-180 µs of wake-up on every transfer on the H200 host).

@@ -1,10 +1,17 @@
-//! How the staging calls wait for the GPU. A `StagingBuffer` transfer queued on a
-//! stream with nothing ahead of it polls for its [`WaitPolicy`]'s spin plus the time
-//! its own copies take on the link, so it lands while polling and keeps a spinning
-//! wait's latency; one queued behind other work (a model's run) polls for the
-//! policy's spin alone and then sleeps between polls, since polling longer would
-//! only burn the link time's worth of CPU on top. (A ring's waits come a frame after
-//! their transfer was queued, so they poll for the policy's spin alone.) A transfer with nothing queued ahead of it is done within that and
+//! How the staging calls wait for the GPU, under the default [`WaitPolicy::Hybrid`].
+//! A `StagingBuffer` transfer queued on a stream with nothing ahead of it waits for
+//! itself alone: one whose copies take 10 µs or more on the link (400 KB and up)
+//! keeps to the driver's spinning wait, as fast as before waits could sleep;
+//! a smaller one polls for the policy's spin plus its link time, within which it
+//! lands. One queued behind other work (a model's run) polls for the policy's spin
+//! alone and then sleeps between polls. (A ring's waits come a frame after their
+//! transfer was queued, so they poll for the policy's spin alone.)
+//!
+//! Why the driver's wait for a lone large transfer: polling `cuStreamQuery` through
+//! its DMA slowed it. In the bench run at a2d74d5 on the 16-core H200 host, a
+//! 4915200 B `download` back to back took 347 µs against 202 µs in the run before
+//! (7008618, the driver's wait), and the `raw-pinned` 4915200 B copy followed by a
+//! 50 µs-then-sleeping `Stream::synchronize` 129 µs against `resident`'s 97. A transfer with nothing queued ahead of it is done within that and
 //! keeps a spinning wait's latency; one queued behind a model's run sleeps through
 //! the run instead of spinning a core for it.
 
@@ -30,16 +37,19 @@ fn for_bytes(policy: WaitPolicy, bytes: usize) -> WaitPolicy {
     policy.spinning_longer(link_time(bytes))
 }
 
-/// `policy` for the wait of a transfer of `bytes` about to be queued on `stream`:
-/// [`for_bytes`] when nothing is queued ahead of it (or the allowance is under
-/// [`ASK_FROM`]), `policy` itself when the stream is busy or cannot say. Call it
-/// before queueing the transfer.
+/// `policy` for the wait of a transfer of `bytes` about to be queued on `stream`,
+/// for a [`WaitPolicy::Hybrid`] (other policies are kept): under [`ASK_FROM`] of
+/// link time, [`for_bytes`]; from it, [`WaitPolicy::Spin`] when nothing is queued
+/// ahead (the driver's wait), `policy` itself when the stream is busy or cannot
+/// say. Call it before queueing the transfer.
 pub(crate) fn for_transfer(policy: WaitPolicy, bytes: usize, stream: &Stream) -> WaitPolicy {
     if !matches!(policy, WaitPolicy::Hybrid { .. }) {
         return policy;
     }
-    if link_time(bytes) < ASK_FROM || stream.query().unwrap_or(false) {
+    if link_time(bytes) < ASK_FROM {
         for_bytes(policy, bytes)
+    } else if stream.query().unwrap_or(false) {
+        WaitPolicy::Spin
     } else {
         policy
     }

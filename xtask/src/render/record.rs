@@ -189,6 +189,17 @@ impl Record {
     }
 }
 
+/// What identifies a scenario record ([`ScenarioRecord::key`]): scenario, direction,
+/// bytes, column, GPUs and whole µs of GPU work.
+pub(super) type RecordKey<'a> = (
+    &'a str,
+    Option<&'a str>,
+    Option<u64>,
+    &'a str,
+    Option<u64>,
+    Option<u64>,
+);
+
 /// One record a benchmark executable wrote into `BENCH_RECORDS_DIR` (the file
 /// `<executable>.json` holds `{"records": [...]}`).
 ///
@@ -260,14 +271,19 @@ impl ScenarioRecord {
     }
 
     /// What identifies a measurement: two records with the same key measured the
-    /// same thing.
-    pub(super) fn key(&self) -> (&str, Option<&str>, Option<u64>, &str, Option<u64>) {
+    /// same thing. `behind-work` cells differ by their GPU work too (`gpu_work_us`,
+    /// rounded to whole µs).
+    pub(super) fn key(&self) -> RecordKey<'_> {
         (
             &self.scenario,
             self.direction.as_deref(),
             self.bytes,
             &self.column,
             self.gpus,
+            self.other
+                .get("gpu_work_us")
+                .and_then(|v| v.as_f64())
+                .map(|w| w.round() as u64),
         )
     }
 }

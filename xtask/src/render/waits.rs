@@ -12,9 +12,9 @@ use super::record::{ScenarioRecord, BEHIND_WORK, GPU_HEAVY};
 use super::tables::{header_row, num3, ratio_str};
 
 const NOTE: &str = "Every wait for the GPU (a transfer landing, a ring's ticket, \
-`Stream::synchronize`) polls for a bounded time and then sleeps until the GPU signals \
+`Stream::synchronize`) polls for a bounded time and then polls with short sleeps between \
 (`WaitPolicy::default`); `WaitPolicy::Spin` spins through the whole wait, \
-`WaitPolicy::Block` sleeps at once.\n\n`pipeline-gpu-heavy` is the pipeline above with its \
+`WaitPolicy::Block` blocks in the driver at once.\n\n`pipeline-gpu-heavy` is the pipeline above with its \
 stand-in model sized to a GPU stage of about twice the CPU stage, so the ring waits for the \
 GPU on every frame; `ring-spin` is the same ring waiting by spinning. CPU/frame: the \
 process's CPU time per frame (per run for the stages), all threads, in µs.";

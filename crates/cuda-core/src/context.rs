@@ -237,6 +237,14 @@ impl Context {
         result::ctx_synchronize()
     }
 
+    /// After a failed wait: waits for the whole context, its own error ignored (the
+    /// failed wait's is the one to report), so that no queued copy is left running
+    /// into or out of memory the caller then reuses or frees. The rule of both
+    /// `Stream::synchronize` and `Event::synchronize`.
+    pub(crate) fn settle_after_failed_wait(&self) {
+        let _ = self.synchronize();
+    }
+
     /// The device's name, e.g. "NVIDIA H200".
     pub fn name(&self) -> Result<String> {
         result::device_name(self.inner.device)

@@ -109,9 +109,7 @@ impl Event {
     pub fn synchronize_with(&self, policy: WaitPolicy) -> Result<()> {
         let r = self.wait(policy);
         if r.is_err() {
-            if let Ok(_g) = self.ctx.enter() {
-                let _ = result::ctx_synchronize();
-            }
+            self.ctx.settle_after_failed_wait();
         }
         self.completed();
         r

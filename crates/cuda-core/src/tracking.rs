@@ -100,9 +100,7 @@ impl StreamState {
         let upto = self.latest();
         let r = self.wait(policy);
         if r.is_err() {
-            if let Ok(_g) = self.ctx.enter() {
-                let _ = result::ctx_synchronize();
-            }
+            self.ctx.settle_after_failed_wait();
         }
         self.mark_complete(upto);
         r

@@ -299,10 +299,10 @@ impl StagingBuffer {
         let mut copier = None;
         if route == Route::Staged {
             let c = self.copier(bytes, direction);
-            // After a gap, what the caller would copy alone the driver copies as fast.
+            // Paced, what the caller would copy alone the driver copies as fast.
             if self.routing.driver_after_gap
                 && !self.low_latency
-                && self.burst.follows_gap()
+                && self.burst.paced()
                 && c.helpers() == 0
                 && crate::tuning::driver_after_gap(bytes, direction)
             {

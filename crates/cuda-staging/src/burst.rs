@@ -46,11 +46,12 @@ impl Burst {
         self.last_end = Some(now);
     }
 
-    /// Whether the transfer starting now follows an earlier transfer of this buffer
-    /// after a gap of at least [`BURST_GAP`] (not the buffer's first transfer, and
-    /// not one of a burst).
-    pub(crate) fn follows_gap(&self) -> bool {
-        self.follows_gap
+    /// Whether the transfer starting now is paced: it follows an earlier transfer of
+    /// this buffer (after a gap, or within a frame's few transfers) and is not one
+    /// of a run of back-to-back ones. Paced transfers find the copy pool's helpers
+    /// parked; see `tuning::DRIVER_AFTER_GAP_MIN_BYTES`.
+    pub(crate) fn paced(&self) -> bool {
+        (self.follows_gap || self.in_burst > 1) && !self.back_to_back()
     }
 
     /// Whether the transfer starting now is one of a run of back-to-back transfers
@@ -73,12 +74,18 @@ mod tests {
         for k in 0..4 {
             a.start(us(50 * k));
             assert!(!a.back_to_back(), "a frame's transfer {k} wakes nobody");
-            assert!(!a.follows_gap(), "transfer {k} follows no gap");
+            assert!(!a.follows_gap, "transfer {k} follows no gap");
+            assert_eq!(
+                a.paced(),
+                k > 0,
+                "transfer {k}: only the first is not paced"
+            );
             a.end(us(50 * k + 30));
         }
         // A fifth one right after: a tight loop.
         a.start(us(200));
         assert!(a.back_to_back());
+        assert!(!a.paced(), "a tight loop's transfers are not paced");
         a.end(us(230));
         for k in 0..5 {
             a.start(us(240 + 40 * k));
@@ -88,13 +95,14 @@ mod tests {
         // After a gap longer than a burst, the count starts over.
         a.start(us(2_120));
         assert!(!a.back_to_back());
-        assert!(a.follows_gap());
+        assert!(a.follows_gap);
+        assert!(a.paced());
         a.end(us(2_150));
         // A gap of exactly the burst gap is a gap; just under it is not.
         a.start(us(2_350));
-        assert!(a.follows_gap());
+        assert!(a.follows_gap);
         a.end(us(2_400));
         a.start(us(2_599));
-        assert!(!a.follows_gap());
+        assert!(!a.follows_gap);
     }
 }

@@ -28,17 +28,29 @@ pub(crate) const PREWAKE_HOLD: Duration = Duration::from_micros(100);
 /// after 16 ms, bare threads on the 16-core H200 host), longer than the copy.
 pub(crate) const WAKE_MIN_BYTES: usize = 512 << 10;
 
-/// After a gap, a download smaller than this wakes no parked helper: its copy-out
-/// reads lines the DMA has just written (memory, not cache), and helpers that wake
-/// for it spend more than they save. In the full bench run at 4521598 on the
-/// 16-core H200 host, a 1 MiB download with two helpers woken ran at 0.98, 0.81
-/// and 0.97 times the driver's speed after a 2 ms sleep, a 16 ms sleep and 2 ms of
-/// computing, for 2.47, 2.33 and 2.87 times its CPU. A probe on the same host then
-/// (variants interleaved, p50 / CPU per frame): after 2 ms, 178.6 µs / 188 µs on
-/// the caller alone against 151.3 / 404 with two helpers (driver: 183.3 / 195);
-/// after 16 ms, 230.4 / 262 against 211.2 / 469 (driver: 180.4 / 202). 4915200 B
-/// keeps its helpers: 368 µs against the driver's 636 after 2 ms.
-pub(crate) const DOWNLOAD_WAKE_MIN_BYTES: usize = 2 << 20;
+/// Outside a tight loop, a download wakes no parked helper (`usize::MAX`: from no
+/// size; probes may set a size): its copy-out reads lines the DMA has just written
+/// (memory, not cache), and helpers woken for it spend more than they save. Small
+/// downloads are copied out by the caller; those in pieces (over 512 KiB) go to the
+/// driver ([`DRIVER_AFTER_GAP_MIN_BYTES`]).
+///
+/// On the 16-core H200 host, in the full bench run at 79cc36c, downloads of
+/// 4915200 B with two helpers woken from 2 MiB ran at 1.05, 0.93 and 1.11 times the
+/// driver's speed after a 2 ms sleep, a 16 ms sleep and 2 ms of computing, for
+/// 2.61, 2.77 and 2.38 times its CPU; 16 MiB at 1.22 and 1.12 times after the
+/// sleeps for 2.26 and 2.44 times its CPU, and 0.81 times beside 15 busy threads.
+/// Earlier, at 4521598, a 1 MiB download with two helpers ran at 0.98, 0.81 and
+/// 0.97 times the driver's speed for 2.47, 2.33 and 2.87 times its CPU. A probe on
+/// the same host then, variants interleaved (p50 / CPU per frame, µs): 4915200 B
+/// after a 2 ms sleep 326 / 359 through the driver against 295 / 878 with two
+/// helpers; 16 MiB 1156 / 1212 against 875 / 2544. Four pipelines (each frame
+/// 150528 B and 4915200 B up and down after a 2 ms sleep): 1266 frames/s for
+/// 1694 µs of CPU per frame against 1444 for 1982 with helpers (the driver's
+/// pageable copy: 1126 for 1277). Helpers bought a download 1.1-1.3 times the
+/// speed for 2.1-2.4 times the CPU; the copy-out of 4915200 B alone costs 580 µs
+/// or more of thread time at the 8 GB/s one thread reads lines the DMA has just
+/// written.
+pub(crate) const DOWNLOAD_WAKE_MIN_BYTES: usize = usize::MAX;
 
 /// A download's copy-out is split over at most this many threads, the caller
 /// included. Its reads miss the caches (the DMA has just written the lines), so a
@@ -68,10 +80,13 @@ pub(crate) const BACK_TO_BACK_HELPER_BYTES: usize = 512 << 10;
 /// the OS preempts holds up only a small part.
 pub(crate) const PARTS_PER_THREAD: usize = 4;
 
-/// After a gap, a transfer the calling thread would copy alone (no pool helper takes
-/// part) goes to the driver's pageable path from these sizes: every upload, and
-/// downloads cut in pieces (over 512 KiB). There the driver's own chunked copy is as
-/// fast as ours, and staging only adds the pinned round trip.
+/// A paced transfer (one that follows an earlier transfer of its buffer, after a
+/// gap or within a frame's few transfers, and is not part of a tight loop) that
+/// the calling thread would copy alone (no pool helper takes part) goes to the
+/// driver's pageable path from these sizes: every upload, and downloads cut in
+/// pieces (over 512 KiB; outside tight loops no download wakes a helper, see
+/// [`DOWNLOAD_WAKE_MIN_BYTES`]). There the driver's own chunked copy is as fast as
+/// ours, and staging only adds the pinned round trip.
 ///
 /// On the 16-core H200 host: in the full bench run at 4521598, uploads staged on the
 /// caller alone ran at 0.79-0.99 times the driver's speed in every gap scenario
@@ -184,8 +199,8 @@ pub(crate) fn back_to_back_transfers() -> u32 {
     BACK_TO_BACK.load(Ordering::Relaxed)
 }
 
-/// Whether a transfer of `bytes` moving `direction`, which follows a gap and which
-/// the calling thread would copy alone, goes to the driver's pageable path
+/// Whether a transfer of `bytes` moving `direction`, which is paced and which the
+/// calling thread would copy alone, goes to the driver's pageable path
 /// ([`DRIVER_AFTER_GAP_MIN_BYTES`]).
 pub(crate) fn driver_after_gap(bytes: usize, direction: Direction) -> bool {
     let min = match direction {
@@ -212,8 +227,8 @@ pub(crate) fn download_threads() -> usize {
 }
 
 /// Pool helpers a transfer's host copy of `copy_bytes`, moving `direction`, enlists
-/// when up to `threads` threads share it (the caller included): after a gap none
-/// below [`WAKE_MIN_BYTES`] (uploads) or [`DOWNLOAD_WAKE_MIN_BYTES`] (downloads),
+/// when up to `threads` threads share it (the caller included): outside a tight loop
+/// none below [`WAKE_MIN_BYTES`] (uploads) or [`DOWNLOAD_WAKE_MIN_BYTES`] (downloads: none),
 /// then one per [`HELPER_BYTES`] (at least one); `hot` (a tight loop, or
 /// low-latency mode, where helpers are awake anyway) one per
 /// [`BACK_TO_BACK_HELPER_BYTES`], at least one from 64 KiB. Never more than
@@ -264,11 +279,10 @@ mod tests {
         assert_eq!(helpers_to_wake(1 << 20, 4, up, false), 2);
         assert_eq!(helpers_to_wake(4_915_200, 4, up, false), 3, "capped");
         assert_eq!(helpers_to_wake(4_915_200, 16, up, false), 9);
-        // Downloads nothing under 2 MiB.
-        assert_eq!(helpers_to_wake(1 << 20, 4, down, false), 0);
-        assert_eq!(helpers_to_wake((2 << 20) - 1, 4, down, false), 0);
-        assert_eq!(helpers_to_wake(2 << 20, 4, down, false), 3);
-        assert_eq!(helpers_to_wake(4_915_200, 3, down, false), 2);
+        // Downloads: nobody, at any size.
+        for bytes in [1 << 20, 2 << 20, 4_915_200, 64 << 20] {
+            assert_eq!(helpers_to_wake(bytes, 4, down, false), 0, "{bytes} B");
+        }
         for dir in [up, down] {
             // Back to back: at least one from 64 KiB, one per 512 KiB.
             assert_eq!(helpers_to_wake((64 << 10) - 1, 4, dir, true), 0);

@@ -1,15 +1,16 @@
 //! GPU tests of the default routing after a gap: an upload that follows its buffer's
 //! previous transfer by 200 µs or more, and that the calling thread would copy
 //! alone, goes to the driver's pageable path; back to back it is staged again;
-//! downloads after a gap stay staged up to 512 KiB and go to the driver above;
+//! downloads after a gap stay staged up to 512 KiB and go to the driver above, at any
+//! size; a frame's later transfers (right after its first) count as paced too;
 //! `set_driver_after_gap(false)`,
 //! `set_auto_stage_max_bytes` and low-latency mode turn the rule off. Every route
 //! keeps the data and the stream order (semantics 1 and 2).
 //!
 //! Its own test binary, run one test at a time (`SERIAL`): whether a copy wakes pool
 //! helpers depends on the idle cores, which tests running beside these would take.
-//! The sizes stay under 512 KiB for uploads and 2 MiB for downloads, which wake no
-//! helper after a gap anyway.
+//! The uploads stay under 512 KiB and downloads wake no helper outside a tight loop,
+//! so no test depends on whether a helper would have been free.
 //!
 //! Every test is `#[ignore]`d; run them with `cargo xtask test-gpu` (or `cargo test
 //! -p cuda-staging --test after_gap -- --ignored` on a GPU machine).
@@ -114,13 +115,15 @@ fn downloads_in_one_piece_after_a_gap_stay_staged_and_larger_ones_go_to_the_driv
     let _serial = serial();
     let (_ctx, stream) = gpu();
     let mut staging = StagingBuffer::new();
-    // 1 MiB wakes no helper after a gap (that starts at 2 MiB): the caller alone.
+    // Outside a tight loop no download wakes a helper, at any size: the caller
+    // would copy alone, so from 512 KiB the driver copies.
     for (bytes, route) in [
         (64 << 10, (1, 0)),
         (FRAME, (1, 0)),
         (512 << 10, (1, 0)),
         ((512 << 10) + 4096, (0, 1)),
         (1 << 20, (0, 1)),
+        (4_915_200, (0, 1)),
     ] {
         let s = seed();
         let dev = device_with::<u8>(bytes, s);
@@ -138,6 +141,53 @@ fn downloads_in_one_piece_after_a_gap_stay_staged_and_larger_ones_go_to_the_driv
             assert_eq!(routed(&staging, before), route, "{bytes} B");
             check(&format!("download of {bytes} B after a gap"), &host, s);
         }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_frames_later_transfers_are_paced_too_and_a_tight_loops_are_staged() {
+    let _serial = serial();
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    const BIG: usize = 1 << 20;
+    let mut up = DeviceBuffer::<u8>::alloc(FRAME).expect("alloc");
+    let s_down = seed();
+    let down = device_with::<u8>(BIG, s_down);
+    let mut host = vec![0u8; BIG];
+    // The buffer's first transfer pins; then frames of one upload and one download
+    // right after it (within the 200 µs of a burst): the download is paced, not
+    // after a gap, and goes to the driver all the same.
+    staging
+        .download(&mut host, &down, &stream)
+        .expect("first download");
+    for frame in 0..3 {
+        let s = seed();
+        let src = pattern::<u8>(FRAME, s);
+        std::thread::sleep(GAP);
+        let before = staging.stats();
+        staging.upload(&mut up, &src, &stream).expect("upload");
+        host.fill(0);
+        staging
+            .download(&mut host, &down, &stream)
+            .expect("download right after");
+        assert_eq!(routed(&staging, before), (0, 2), "frame {frame}");
+        check(&format!("frame {frame}: upload"), &device_contents(&up), s);
+        check(&format!("frame {frame}: download"), &host, s_down);
+    }
+    // A tight loop of downloads, nothing else between them: the first four are
+    // paced (the driver), from the fifth on they are back to back (staged).
+    let mut hosts: Vec<Vec<u8>> = (0..8).map(|_| vec![0u8; BIG]).collect();
+    let before = staging.stats();
+    std::thread::sleep(GAP);
+    for h in &mut hosts {
+        staging
+            .download(h, &down, &stream)
+            .expect("tight-loop download");
+    }
+    assert_eq!(routed(&staging, before), (4, 4));
+    for (k, h) in hosts.iter().enumerate() {
+        check(&format!("tight-loop download {k}"), h, s_down);
     }
 }
 

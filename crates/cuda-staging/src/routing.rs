@@ -10,9 +10,10 @@
 //! library's pinned memory; one call of about 0.1 µs), and a page-locked range is
 //! DMA'd straight from or into. The answer is remembered for the same range for the
 //! next [`MEMO_USES`] transfers, which is safe either way: a wrong answer only picks
-//! a slower route. Everything else is staged, except, after a gap, a transfer the
-//! caller would copy alone from `tuning::DRIVER_AFTER_GAP_MIN_BYTES` (every upload,
-//! downloads over 512 KiB), which goes to the driver. `StagingBuffer::calibrate` sets the bounds from measurements;
+//! a slower route. Everything else is staged, except a paced transfer (after a gap
+//! or within a frame's few, not in a tight loop) that the caller would copy alone,
+//! from `tuning::DRIVER_AFTER_GAP_MIN_BYTES` (every upload, downloads over 512 KiB),
+//! which goes to the driver. `StagingBuffer::calibrate` sets the bounds from measurements;
 //! `set_auto_stage_max_bytes` sets one fixed upper bound and no lower one.
 
 use std::ffi::c_void;
@@ -92,7 +93,7 @@ pub(crate) enum Route {
 pub(crate) struct Routing {
     pub(crate) min: PerDirection<usize>,
     pub(crate) max: PerDirection<usize>,
-    /// After a gap, transfers the caller would copy alone go to the driver
+    /// Paced transfers the caller would copy alone go to the driver
     /// (`StagingBuffer::set_driver_after_gap`).
     pub(crate) driver_after_gap: bool,
     memo: PerDirection<LockMemo>,

@@ -56,14 +56,16 @@ impl StagingBuffer {
         self.routing.max.set(direction, bytes);
     }
 
-    /// Whether `upload` / `download` hand a transfer to the driver's pageable path
-    /// when it follows this buffer's previous transfer after a gap (200 µs or more;
-    /// never the buffer's first transfer, which pins its memory) and the calling
-    /// thread would copy it alone (no pool helper would take part; not in
-    /// low-latency mode).
-    /// That is every such upload, and downloads over 512 KiB: there the driver's own
-    /// chunked copy is as fast as the caller's, and staging only adds the pinned
-    /// round trip; smaller downloads after a gap are faster staged. On by default.
+    /// Whether `upload` / `download` hand a paced transfer to the driver's pageable
+    /// path when the calling thread would copy it alone (no pool helper would take
+    /// part; not in low-latency mode). Paced: it follows this buffer's previous
+    /// transfer after a gap (200 µs or more) or within a frame's few transfers, and
+    /// is not one of a tight loop (five or more back to back); never the buffer's
+    /// first transfer, which pins its memory.
+    /// That is every such upload, and downloads over 512 KiB (outside tight loops
+    /// no download wakes a helper): there the driver's own chunked copy is as fast
+    /// as the caller's, and staging only adds the pinned round trip; smaller
+    /// downloads are faster staged. On by default.
     pub fn driver_after_gap(&self) -> bool {
         self.routing.driver_after_gap
     }

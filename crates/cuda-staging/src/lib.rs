@@ -175,6 +175,7 @@ mod cpu;
 mod cpu_clock;
 mod elements;
 mod events;
+mod fill;
 mod job;
 mod pipeline;
 mod pool;
@@ -194,9 +195,11 @@ pub use copy::copy_for_dma;
 #[doc(hidden)]
 pub use copy::copy_streaming;
 pub use cuda_core::{
-    bytemuck, check_deferred_errors, Context, DeviceBuffer, Error, Event, HostRegistration,
-    PinnedBuffer, Result, Stream, WaitPolicy, DEFAULT_SPIN, POLL_SLEEP,
+    bytemuck, check_deferred_errors, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut,
+    DeviceView, DeviceViewMut, Error, Event, HostRegistration, PinnedBuffer, Result, Stream,
+    WaitPolicy, DEFAULT_SPIN, POLL_SLEEP,
 };
+pub use fill::FillError;
 pub use pipeline::PIPELINE_WINDOW_BYTES;
 pub use pool::{
     pool_stats, pool_threads, pool_threads_started, set_copy_pool_threads, PoolStats,

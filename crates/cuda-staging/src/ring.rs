@@ -16,16 +16,21 @@
 //! returns borrow the ring, so no slot can be reused while one is alive (the borrow
 //! checker refuses it).
 
+use std::convert::Infallible;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cuda_core::{Context, DeviceBuffer, Error, Event, PinnedBuffer, Result, Stream, WaitPolicy};
+use cuda_core::{
+    Context, DeviceSlice, DeviceSliceMut, DeviceView, Error, Event, PinnedBuffer, Result, Stream,
+    WaitPolicy,
+};
 
 use crate::batch::{DownloadBatch, Landed};
 use crate::buffer::default_copy_threads;
 use crate::capacity::grow_capacity;
 use crate::copy::{streams, Copier};
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
+use crate::fill::FillError;
 use crate::StagingPod;
 
 /// Slots of [`StagingRing::new`]: one in flight, one being filled, one spare.
@@ -239,33 +244,62 @@ impl StagingRing {
     /// `dst[..n]` on `stream` and returns without waiting for it (it lands in stream
     /// order, before work queued after it).
     ///
-    /// Waits only if the slot it comes round to is still in flight. Errors (before
-    /// any driver call, changing nothing) as [`crate::StagingBuffer::upload_with`].
-    /// With `n == 0`, `fill` gets an empty slice and nothing else happens. A panic in
-    /// `fill` leaves the ring valid (the slot was not queued).
+    /// `dst` is a whole device buffer (`&mut buf`) or a writable view of part of
+    /// one (`&mut buf.slice_mut(a..b)?`), with the same guarantees either way: the
+    /// DMA is recorded in the buffer, whose synchronous copies and `Drop` wait for
+    /// it. Waits only if the slot it comes round to is still in flight. Errors
+    /// (before any driver call, changing nothing) as
+    /// [`crate::StagingBuffer::upload_with`]. With `n == 0`, `fill` gets an empty
+    /// slice and nothing else happens. A panic in `fill` leaves the ring valid (the
+    /// slot was not queued, and the next transfer takes the same slot).
+    ///
+    /// A fill that can fail: [`StagingRing::try_upload_with`].
     pub fn upload_with<T: StagingPod, F: FnOnce(&mut [T])>(
         &mut self,
-        dst: &mut DeviceBuffer<T>,
+        dst: &mut impl DeviceSliceMut<T>,
         n: usize,
         stream: &Stream,
         fill: F,
     ) -> Result<()> {
-        self.filled_upload("StagingRing::upload_with", dst, n, stream, fill)
+        self.filled_upload("StagingRing::upload_with", dst, n, stream, |px: &mut [T]| {
+            fill(px);
+            Ok::<(), Infallible>(())
+        })
+        .map_err(FillError::infallible)
     }
 
-    /// `upload_with`, with errors naming `op`.
-    fn filled_upload<T: StagingPod>(
+    /// [`StagingRing::upload_with`] with a `fill` that can fail: when it returns
+    /// `Err(e)`, nothing is queued, the device memory is as it was, the counters are
+    /// unchanged, and the call returns [`FillError::Fill`]`(e)`, your own error. Any
+    /// other error is [`FillError::Cuda`].
+    ///
+    /// The slot `fill` wrote is not used up: the ring's next transfer takes it
+    /// again, and it is free (no DMA of it is queued). Only a ticket of an earlier
+    /// download in that same slot, which the ring was about to reuse anyway,
+    /// becomes stale, since `fill` may have written over its bytes.
+    pub fn try_upload_with<T: StagingPod, E, F: FnOnce(&mut [T]) -> std::result::Result<(), E>>(
         &mut self,
-        op: &'static str,
-        dst: &mut DeviceBuffer<T>,
+        dst: &mut impl DeviceSliceMut<T>,
         n: usize,
         stream: &Stream,
-        fill: impl FnOnce(&mut [T]),
-    ) -> Result<()> {
+        fill: F,
+    ) -> std::result::Result<(), FillError<E>> {
+        self.filled_upload("StagingRing::try_upload_with", dst, n, stream, fill)
+    }
+
+    /// The path of `upload_with`, `try_upload_with` and `upload`, with errors naming
+    /// `op`.
+    fn filled_upload<T: StagingPod, E>(
+        &mut self,
+        op: &'static str,
+        dst: &mut (impl DeviceSliceMut<T> + ?Sized),
+        n: usize,
+        stream: &Stream,
+        fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), FillError<E>> {
         let bytes = check_transfer::<T>(op, n, dst, stream)?;
         if bytes == 0 {
-            fill(no_bytes(n));
-            return Ok(());
+            return fill(no_bytes(n)).map_err(FillError::Fill);
         }
         let k = self.take_slot(bytes, stream.context())?;
         let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
@@ -278,10 +312,11 @@ impl StagingRing {
 
     /// Copies `src` into a slot, queues its copy to `dst[..src.len()]` on `stream`
     /// and returns without waiting for the DMA (`src` is free again on return).
-    /// Errors as [`StagingRing::upload_with`].
+    /// `dst` as for [`StagingRing::upload_with`]. Errors as
+    /// [`StagingRing::upload_with`].
     pub fn upload<T: StagingPod>(
         &mut self,
-        dst: &mut DeviceBuffer<T>,
+        dst: &mut impl DeviceSliceMut<T>,
         src: &[T],
         stream: &Stream,
     ) -> Result<()> {
@@ -303,17 +338,20 @@ impl StagingRing {
                     bytemuck::cast_slice(src),
                     streams(bytes),
                 );
+                Ok::<(), Infallible>(())
             },
         )
+        .map_err(FillError::infallible)
     }
 
     /// Queues a copy of `src[..n]` into a slot on `stream` and returns a ticket for
     /// it, without waiting. Redeem it with [`StagingRing::wait`] before the ring
-    /// comes round to the same slot again (`slots()` transfers later). Errors as
+    /// comes round to the same slot again (`slots()` transfers later). `src` is a
+    /// whole device buffer or a view of part of one (`&buf.slice(a..b)?`). Errors as
     /// [`crate::StagingBuffer::download_into`].
     pub fn download<T: StagingPod>(
         &mut self,
-        src: &DeviceBuffer<T>,
+        src: &impl DeviceSlice<T>,
         n: usize,
         stream: &Stream,
     ) -> Result<Ticket<T>> {
@@ -329,7 +367,7 @@ impl StagingRing {
         }
         let k = self.take_slot(bytes, stream.context())?;
         let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
-        stream.memcpy_dtoh(&src.as_bytes().subview(..bytes)?, pinned)?;
+        stream.memcpy_dtoh(&DeviceView::of(src).into_bytes().subview(..bytes)?, pinned)?;
         self.queued(k, stream)?;
         self.stats.downloads += 1;
         self.stats.bytes_downloaded += bytes as u64;
@@ -452,7 +490,10 @@ impl StagingRing {
         Ok(&pinned.as_slice()?[..bytes])
     }
 
-    /// The next slot, free (its last DMA complete) and holding at least `bytes`.
+    /// The next slot, free (its last DMA complete) and holding at least `bytes`. The
+    /// ring moves on to the slot after it only once a transfer is queued in it
+    /// ([`StagingRing::queued`]): a call that fails (or a `fill` that fails or
+    /// panics) in between leaves the same slot for the next transfer.
     fn take_slot(&mut self, bytes: usize, ctx: &Context) -> Result<usize> {
         let k = self.next;
         let slot = &mut self.slots[k];
@@ -486,13 +527,17 @@ impl StagingRing {
         {
             slot.event = Some(Event::new(ctx)?);
         }
+        // Bumped before the slot's bytes can change: a ticket of its last download
+        // is stale from here on.
         slot.generation += 1;
-        self.next = (k + 1) % self.slots.len();
         Ok(k)
     }
 
-    /// Slot `k`'s DMA was queued on `stream`: record its event.
+    /// Slot `k`'s DMA was queued on `stream`: record its event, and move on to the
+    /// next slot.
     fn queued(&mut self, k: usize, stream: &Stream) -> Result<()> {
+        // The DMA is queued: whatever happens below, the slot's turn is used.
+        self.next = (k + 1) % self.slots.len();
         let slot = &mut self.slots[k];
         match slot.event.as_mut() {
             Some(e) => e.record(stream)?,

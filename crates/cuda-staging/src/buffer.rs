@@ -188,7 +188,7 @@ impl StagingBuffer {
     /// leaves there is sent. With `n == 0`, `fill` is called with an empty slice and
     /// nothing else happens. Errors (before any driver call, changing nothing): `n`
     /// past `dst.len()`, a byte count that overflows, `dst` from another context than
-    /// `stream`.
+    /// `stream`, a grow past the [pinned-memory limit](crate::set_pinned_limit).
     ///
     /// A fill that can fail: [`StagingBuffer::try_upload_with`].
     pub fn upload_with<T: StagingPod, F: FnOnce(&mut [T])>(
@@ -319,7 +319,9 @@ impl StagingBuffer {
     /// pageable path. A transfer that follows a gap and that the calling thread
     /// would copy alone goes to the driver's path too where that is as fast
     /// ([`StagingBuffer::driver_after_gap`]). Every route is ordered on `stream` the
-    /// same way.
+    /// same way. A staged transfer that would grow the pinned memory past the
+    /// [pinned-memory limit](crate::set_pinned_limit) is an error, never handed to
+    /// the pageable path instead.
     pub fn upload<T: StagingPod>(
         &mut self,
         dst: &mut impl DeviceSliceMut<T>,

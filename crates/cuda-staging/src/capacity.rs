@@ -2,6 +2,8 @@
 
 use cuda_core::{Context, Error, PinnedBuffer, Result};
 
+use crate::budget::BudgetedPinned;
+
 /// Capacity growth rounds up to this.
 pub(crate) const GROW_GRANULE_BYTES: usize = 64 << 10;
 
@@ -22,10 +24,21 @@ pub(crate) fn grow_capacity(old: usize, required: usize) -> Result<usize> {
     }
 }
 
-/// The one pinned allocation of a staging buffer.
+/// The least a grow to hold `required` bytes pins when the growth policy's size
+/// (`preferred`) would pass the pinned-memory limit: `required` rounded up to
+/// [`GROW_GRANULE_BYTES`], at most `preferred`.
+pub(crate) fn least_capacity(required: usize, preferred: usize) -> usize {
+    required
+        .checked_next_multiple_of(GROW_GRANULE_BYTES)
+        .unwrap_or(required)
+        .clamp(required, preferred.max(required))
+}
+
+/// The one pinned allocation of a staging buffer, counted against the process's
+/// pinned-memory budget (`crate::budget`).
 #[derive(Debug, Default)]
 pub(crate) struct Capacity {
-    pinned: Option<PinnedBuffer<u8>>,
+    pinned: Option<BudgetedPinned>,
 }
 
 impl Capacity {
@@ -40,10 +53,12 @@ impl Capacity {
     }
 
     /// Grows to at least `bytes` by the growth policy, but not past `limit` (unless
-    /// `bytes` itself is larger), pinning in `ctx`. Returns the new capacity when it
-    /// pinned, `None` when the buffer was large enough. The new buffer is pinned
-    /// before the old one is released, so a failure leaves the old one in place and
-    /// usable.
+    /// `bytes` itself is larger), pinning in `ctx`; only to `bytes` (rounded up to
+    /// the granule) when the policy's size would pass the pinned-memory limit.
+    /// Returns the new capacity when it pinned, `None` when the buffer was large
+    /// enough. The new buffer is pinned before the old one is released, so a failure
+    /// (the pinned-memory limit, checked before any driver call, or the driver's)
+    /// leaves the old one in place and usable.
     pub(crate) fn ensure(
         &mut self,
         bytes: usize,
@@ -54,15 +69,17 @@ impl Capacity {
         if bytes <= cap {
             return Ok(None);
         }
-        let new_cap = grow_capacity(cap, bytes)?.min(limit.max(bytes));
-        let new = PinnedBuffer::<u8>::alloc_in(ctx, new_cap)?;
+        let preferred = grow_capacity(cap, bytes)?.min(limit.max(bytes));
+        let least = least_capacity(bytes, preferred);
+        let new = BudgetedPinned::alloc_in("StagingBuffer grow", ctx, least, preferred)?;
+        let new_cap = new.len();
         self.pinned = Some(new);
         Ok(Some(new_cap))
     }
 
     /// The pinned buffer (at least `bytes` long, as ensured before).
     pub(crate) fn buffer(&mut self, bytes: usize) -> Result<&mut PinnedBuffer<u8>> {
-        match self.pinned.as_mut() {
+        match self.pinned.as_deref_mut() {
             Some(p) if p.len() >= bytes => Ok(p),
             _ => Err(internal("pinned buffer smaller than ensured")),
         }
@@ -117,6 +134,15 @@ mod tests {
             grow_capacity(big, big + 1).unwrap(),
             (big + 1).next_multiple_of(64 << 10)
         );
+    }
+
+    #[test]
+    fn the_least_grow_is_the_transfer_rounded_to_the_granule() {
+        assert_eq!(least_capacity(1, 64 << 10), 64 << 10);
+        assert_eq!(least_capacity(150_528, 256 << 10), 192 << 10);
+        // Never more than the policy's size, never less than what is required.
+        assert_eq!(least_capacity(150_528, 150_528), 150_528);
+        assert_eq!(least_capacity(usize::MAX, usize::MAX), usize::MAX);
     }
 
     #[test]

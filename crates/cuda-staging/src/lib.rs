@@ -166,6 +166,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod batch;
+mod budget;
 mod buffer;
 mod burst;
 mod calibration;
@@ -189,6 +190,7 @@ mod tuning;
 mod waiting;
 
 pub use batch::{DownloadBatch, Landed, Part, UploadBatch, MAX_BATCH_PARTS};
+pub use budget::{pinned_bytes, pinned_limit, set_pinned_limit, PINNED_LIMIT_ENV};
 pub use buffer::{default_copy_threads, StagingBuffer, DEFAULT_COPY_THREADS, MAX_COPY_THREADS};
 pub use calibration::{Calibration, CalibrationSample};
 pub use copy::copy_for_dma;

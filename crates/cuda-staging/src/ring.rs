@@ -21,13 +21,13 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cuda_core::{
-    Context, DeviceSlice, DeviceSliceMut, DeviceView, Error, Event, PinnedBuffer, Result, Stream,
-    WaitPolicy,
+    Context, DeviceSlice, DeviceSliceMut, DeviceView, Error, Event, Result, Stream, WaitPolicy,
 };
 
 use crate::batch::{DownloadBatch, Landed};
+use crate::budget::BudgetedPinned;
 use crate::buffer::default_copy_threads;
-use crate::capacity::grow_capacity;
+use crate::capacity::{grow_capacity, least_capacity};
 use crate::copy::{streams, Copier};
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::fill::FillError;
@@ -59,7 +59,8 @@ pub struct RingStats {
 
 #[derive(Default)]
 struct Slot {
-    pinned: Option<PinnedBuffer<u8>>,
+    /// Counted against the process's pinned-memory budget (`crate::budget`).
+    pinned: Option<BudgetedPinned>,
     /// Recorded after the slot's last DMA.
     event: Option<Event>,
     /// The event was recorded and not yet seen complete.
@@ -240,6 +241,24 @@ impl StagingRing {
         Ok(())
     }
 
+    /// Gives every slot's pinned memory back (see [`crate::pinned_bytes`]), once the
+    /// copies queued on it are done; the slots pin again at their next use. Tickets
+    /// not yet redeemed become stale (their data is gone): [`StagingRing::wait`]
+    /// refuses them. The slot count, events and counters are kept.
+    ///
+    /// A wait that fails here (after a GPU fault) is recorded for
+    /// [`crate::check_deferred_errors`], as when the ring is dropped; the memory is
+    /// freed all the same.
+    pub fn shrink_to_fit(&mut self) {
+        for slot in &mut self.slots {
+            if slot.pinned.take().is_some() {
+                // Dropping it waited for its queued copies (its tracker) and freed it.
+                slot.in_flight = false;
+                slot.generation += 1;
+            }
+        }
+    }
+
     /// Writes `n` elements straight into a slot with `fill`, queues their copy to
     /// `dst[..n]` on `stream` and returns without waiting for it (it lands in stream
     /// order, before work queued after it).
@@ -302,7 +321,7 @@ impl StagingRing {
             return fill(no_bytes(n)).map_err(FillError::Fill);
         }
         let k = self.take_slot(bytes, stream.context())?;
-        let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
+        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
         queue_filled_upload(pinned, bytes, dst, stream, fill)?;
         self.queued(k, stream)?;
         self.stats.uploads += 1;
@@ -366,7 +385,7 @@ impl StagingRing {
             });
         }
         let k = self.take_slot(bytes, stream.context())?;
-        let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
+        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
         stream.memcpy_dtoh(&DeviceView::of(src).into_bytes().subview(..bytes)?, pinned)?;
         self.queued(k, stream)?;
         self.stats.downloads += 1;
@@ -406,7 +425,7 @@ impl StagingRing {
             });
         }
         let k = self.take_slot(total, stream.context())?;
-        let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
+        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
         if stream.has_batch_copies() {
             stream.memcpy_dtoh_batch(&batch.srcs, &batch.layout.offsets, pinned)?;
         } else {
@@ -512,10 +531,15 @@ impl StagingRing {
         }
         let cap = slot.pinned.as_ref().map_or(0, |p| p.len());
         if bytes > cap {
-            // The new buffer is pinned before the old one is released.
-            slot.pinned = Some(PinnedBuffer::<u8>::alloc_in(
+            // The new buffer is pinned before the old one is released, so a refusal
+            // (the pinned-memory limit, checked before any driver call) or a failed
+            // pin leaves the old one in place.
+            let preferred = grow_capacity(cap, bytes)?;
+            slot.pinned = Some(BudgetedPinned::alloc_in(
+                "StagingRing slot grow",
                 ctx,
-                grow_capacity(cap, bytes)?,
+                least_capacity(bytes, preferred),
+                preferred,
             )?);
             self.stats.allocations += 1;
         }

@@ -181,7 +181,11 @@ impl<'a> DownloadBatch<'a> {
     /// assert_eq!(landed.get(p1)?.len() + landed.get(p3)?.len(), 2000);
     /// # Ok::<(), cuda_staging::Error>(())
     /// ```
-    pub fn add<T: StagingPod>(&mut self, src: &'a impl DeviceSlice<T>, n: usize) -> Result<Part<T>> {
+    pub fn add<T: StagingPod>(
+        &mut self,
+        src: &'a impl DeviceSlice<T>,
+        n: usize,
+    ) -> Result<Part<T>> {
         let op = "DownloadBatch::add";
         let bytes = byte_len::<T>(op, n)?;
         if n > src.len() {

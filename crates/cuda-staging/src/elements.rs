@@ -22,7 +22,9 @@ pub(crate) fn queue_filled_upload<T: StagingPod, E>(
     fill(cast_mut::<T>(&mut pinned.as_mut_slice()?[..bytes])?).map_err(FillError::Fill)?;
     stream.memcpy_htod(
         &pinned.slice(..bytes)?,
-        &mut DeviceViewMut::of(dst).into_bytes().into_slice_mut(..bytes)?,
+        &mut DeviceViewMut::of(dst)
+            .into_bytes()
+            .into_slice_mut(..bytes)?,
     )?;
     Ok(())
 }

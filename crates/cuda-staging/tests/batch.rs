@@ -874,10 +874,29 @@ struct ViewParts {
 
 fn check_view_parts(what: &str, landed: &Landed<'_>, p: &ViewParts, seeds: (u64, u64)) {
     let (s_t, s_b) = seeds;
-    check_at(&format_args!("{what}: frame 1"), landed.get(p.f1).unwrap(), FRAME, s_t);
-    check_at(&format_args!("{what}: frame 3 prefix"), landed.get(p.f3).unwrap(), 3 * FRAME, s_t);
-    check_at(&format_args!("{what}: odd offset"), landed.get(p.odd).unwrap(), 4097, s_b);
-    check(&format_args!("{what}: whole tensor"), landed.get(p.whole).unwrap(), s_t);
+    check_at(
+        &format_args!("{what}: frame 1"),
+        landed.get(p.f1).unwrap(),
+        FRAME,
+        s_t,
+    );
+    check_at(
+        &format_args!("{what}: frame 3 prefix"),
+        landed.get(p.f3).unwrap(),
+        3 * FRAME,
+        s_t,
+    );
+    check_at(
+        &format_args!("{what}: odd offset"),
+        landed.get(p.odd).unwrap(),
+        4097,
+        s_b,
+    );
+    check(
+        &format_args!("{what}: whole tensor"),
+        landed.get(p.whole).unwrap(),
+        s_t,
+    );
 }
 
 fn views_download(batch_api: bool) {
@@ -925,10 +944,18 @@ fn views_download(batch_api: bool) {
     }
     let sum = (FRAME * 4 + 500 * 4 + 3333 + 4 * FRAME * 4) as u64;
     let st = staging.stats();
-    assert_eq!((st.batched_transfers, st.bytes_downloaded), (2, 2 * sum), "{st:?}");
+    assert_eq!(
+        (st.batched_transfers, st.bytes_downloaded),
+        (2, 2 * sum),
+        "{st:?}"
+    );
     assert_eq!(ring.stats().bytes_downloaded, 2 * sum);
     // Read, never written.
-    check("tensor after batch downloads", &device_contents(&tensor), s_t);
+    check(
+        "tensor after batch downloads",
+        &device_contents(&tensor),
+        s_t,
+    );
     check("bytes after batch downloads", &device_contents(&bytes), s_b);
 }
 

@@ -123,7 +123,8 @@ fn a_view_from_another_gpu_is_a_clear_error() {
     let stream0 = Stream::new(&ctx0).expect("stream on device 0");
     let mut staging = staged_buffer();
     let mut ring = StagingRing::new();
-    let is_mismatch = |e: &cuda_staging::Error| matches!(e, cuda_staging::Error::ContextMismatch { .. });
+    let is_mismatch =
+        |e: &cuda_staging::Error| matches!(e, cuda_staging::Error::ContextMismatch { .. });
 
     let mut view = foreign.slice_mut(256..512).expect("slice_mut");
     let mut ran = false;
@@ -142,7 +143,9 @@ fn a_view_from_another_gpu_is_a_clear_error() {
         matches!(&e, cuda_staging::FillError::Cuda(inner) if is_mismatch(inner)),
         "{e:?}"
     );
-    let e = staging.upload(&mut view, &[7u32; 16], &stream0).unwrap_err();
+    let e = staging
+        .upload(&mut view, &[7u32; 16], &stream0)
+        .unwrap_err();
     assert!(is_mismatch(&e), "{e}");
     let e = ring
         .upload_with(&mut view, 16, &stream0, |_: &mut [u32]| ran = true)
@@ -171,7 +174,9 @@ fn a_view_from_another_gpu_is_a_clear_error() {
     let src = [9u32; 16];
     let mut view = foreign.slice_mut(256..512).expect("slice_mut");
     let mut batch = UploadBatch::new();
-    batch.add(&mut view, &src).expect("adding checks lengths only");
+    batch
+        .add(&mut view, &src)
+        .expect("adding checks lengths only");
     let e = staging.upload_batch(&mut batch, &stream0).unwrap_err();
     assert!(is_mismatch(&e), "{e}");
     drop(batch);
@@ -180,7 +185,11 @@ fn a_view_from_another_gpu_is_a_clear_error() {
     assert_eq!(staging.capacity(), 0);
     assert_eq!(ring.stats(), Default::default());
     assert_eq!(ring.capacity(), 0);
-    check("the foreign buffer after refused calls", &device_contents(&foreign), sentinel);
+    check(
+        "the foreign buffer after refused calls",
+        &device_contents(&foreign),
+        sentinel,
+    );
     drop(ctx1);
 }
 

@@ -289,13 +289,34 @@ fn bad_input_through_views_is_an_error_and_changes_nothing() {
             len
         }
     );
-    assert!(e.to_string().contains("900..1001") && e.to_string().contains("1000"), "{e}");
+    assert!(
+        e.to_string().contains("900..1001") && e.to_string().contains("1000"),
+        "{e}"
+    );
     let e = dev.slice(1001..).unwrap_err();
-    assert!(matches!(e, Error::OutOfRange { start: 1001, len: 1000, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::OutOfRange {
+                start: 1001,
+                len: 1000,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     let mut view = dev.slice_mut(off..off + view_len).expect("slice_mut");
     let e = view.slice_mut(400..501).unwrap_err();
     assert!(
-        matches!(e, Error::OutOfRange { start: 400, end: 501, len: 500, .. }),
+        matches!(
+            e,
+            Error::OutOfRange {
+                start: 400,
+                end: 501,
+                len: 500,
+                ..
+            }
+        ),
         "{e:?}"
     );
 
@@ -324,7 +345,11 @@ fn bad_input_through_views_is_an_error_and_changes_nothing() {
     assert!(
         matches!(
             e,
-            cuda_staging::FillError::Cuda(Error::ExceedsDeviceBuffer { n: 501, len: 500, .. })
+            cuda_staging::FillError::Cuda(Error::ExceedsDeviceBuffer {
+                n: 501,
+                len: 500,
+                ..
+            })
         ),
         "{e:?}"
     );
@@ -333,19 +358,44 @@ fn bad_input_through_views_is_an_error_and_changes_nothing() {
     let long = pattern::<f32>(view_len + 1, long_seed);
     let e = staging.upload(&mut view, &long, &stream).unwrap_err();
     assert!(
-        matches!(e, Error::ExceedsDeviceBuffer { op: "upload", n: 501, len: 500 }),
+        matches!(
+            e,
+            Error::ExceedsDeviceBuffer {
+                op: "upload",
+                n: 501,
+                len: 500
+            }
+        ),
         "{e:?}"
     );
     let shared = dev.slice(off..off + view_len).expect("slice");
-    let e = staging.download_into(&shared, view_len + 1, &stream).unwrap_err();
+    let e = staging
+        .download_into(&shared, view_len + 1, &stream)
+        .unwrap_err();
     assert!(
-        matches!(e, Error::ExceedsDeviceBuffer { op: "download_into", n: 501, len: 500 }),
+        matches!(
+            e,
+            Error::ExceedsDeviceBuffer {
+                op: "download_into",
+                n: 501,
+                len: 500
+            }
+        ),
         "{e:?}"
     );
     let mut long_dst = long.clone();
-    let e = staging.download(&mut long_dst, &shared, &stream).unwrap_err();
+    let e = staging
+        .download(&mut long_dst, &shared, &stream)
+        .unwrap_err();
     assert!(
-        matches!(e, Error::ExceedsDeviceBuffer { op: "download", n: 501, len: 500 }),
+        matches!(
+            e,
+            Error::ExceedsDeviceBuffer {
+                op: "download",
+                n: 501,
+                len: 500
+            }
+        ),
         "{e:?}"
     );
     check("host slice after a refused download", &long_dst, long_seed);
@@ -353,7 +403,17 @@ fn bad_input_through_views_is_an_error_and_changes_nothing() {
     staging.set_auto_stage_max_bytes(0);
     let mut view = dev.slice_mut(off..off + view_len).expect("slice_mut");
     let e = staging.upload(&mut view, &long, &stream).unwrap_err();
-    assert!(matches!(e, Error::ExceedsDeviceBuffer { n: 501, len: 500, .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::ExceedsDeviceBuffer {
+                n: 501,
+                len: 500,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     staging.set_auto_stage_max_bytes(usize::MAX);
 
     // A byte count that overflows.
@@ -362,7 +422,10 @@ fn bad_input_through_views_is_an_error_and_changes_nothing() {
             fill_called = true
         })
         .unwrap_err();
-    assert!(matches!(e, Error::SizeOverflow { elem_bytes: 4, .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::SizeOverflow { elem_bytes: 4, .. }),
+        "{e:?}"
+    );
     assert!(!fill_called);
 
     // An empty view: every transfer of it is a no-op that succeeds.
@@ -370,7 +433,9 @@ fn bad_input_through_views_is_an_error_and_changes_nothing() {
     assert!(empty.is_empty());
     let mut calls = Vec::new();
     staging
-        .upload_with(&mut empty, 0, &stream, |px: &mut [f32]| calls.push(px.len()))
+        .upload_with(&mut empty, 0, &stream, |px: &mut [f32]| {
+            calls.push(px.len())
+        })
         .expect("upload_with into an empty view");
     assert_eq!(calls, [0]);
     staging
@@ -382,7 +447,11 @@ fn bad_input_through_views_is_an_error_and_changes_nothing() {
         .is_empty());
 
     assert_eq!(staging.stats(), stats0, "rejected calls changed the stats");
-    assert_eq!(staging.capacity(), cap0, "rejected calls changed the capacity");
+    assert_eq!(
+        staging.capacity(),
+        cap0,
+        "rejected calls changed the capacity"
+    );
     check(
         "device after rejected calls through views",
         &device_contents(&dev),

@@ -128,7 +128,11 @@ fn a_failing_fill_on_a_fresh_buffer_keeps_its_pinned_memory_and_counts_no_transf
     assert_eq!(st.allocations, 1, "{st:?}");
     assert_eq!(transfer_counters(&st), [0; 5], "{st:?}");
     assert!(staging.capacity() >= n * 4);
-    check("device after the failed fill", &device_contents(&dev), sentinel);
+    check(
+        "device after the failed fill",
+        &device_contents(&dev),
+        sentinel,
+    );
     // The next call reuses that memory.
     let s = seed();
     staging
@@ -177,7 +181,10 @@ fn try_upload_with_refuses_bad_input_before_the_fill_runs() {
         assert!(px.is_empty());
         Err(Corrupt { frame: 0, at: 0 })
     });
-    assert!(matches!(r, Err(FillError::Fill(Corrupt { frame: 0, at: 0 }))), "{r:?}");
+    assert!(
+        matches!(r, Err(FillError::Fill(Corrupt { frame: 0, at: 0 }))),
+        "{r:?}"
+    );
     staging
         .try_upload_with(&mut dev, 0, &stream, |px: &mut [f32]| {
             assert!(px.is_empty());
@@ -186,5 +193,9 @@ fn try_upload_with_refuses_bad_input_before_the_fill_runs() {
         .expect("zero elements");
     assert_eq!(staging.stats(), StagingStats::default());
     assert_eq!(staging.capacity(), 0, "nothing pinned");
-    check("device after refused calls", &device_contents(&dev), sentinel);
+    check(
+        "device after refused calls",
+        &device_contents(&dev),
+        sentinel,
+    );
 }

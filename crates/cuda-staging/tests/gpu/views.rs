@@ -68,7 +68,11 @@ fn n_frames_land_in_the_slots_of_one_batch_tensor_through_views() {
         staging
             .download(&mut host, &slot_mut, &stream)
             .expect("download from a writable view");
-        check(&format_args!("download of slot {i} (writable view)"), &host, s);
+        check(
+            &format_args!("download of slot {i} (writable view)"),
+            &host,
+            s,
+        );
     }
 
     // `upload` from Vecs into the slots in reverse order.
@@ -95,7 +99,10 @@ fn n_frames_land_in_the_slots_of_one_batch_tensor_through_views() {
     );
 
     let st = staging.stats();
-    assert_eq!(st.allocations, 1, "one pinned buffer served every slot: {st:?}");
+    assert_eq!(
+        st.allocations, 1,
+        "one pinned buffer served every slot: {st:?}"
+    );
     assert_eq!(st.transfers(), (5 * FRAMES) as u64, "{st:?}");
     let bytes = (FRAMES * FRAME * 4) as u64;
     assert_eq!(st.bytes_uploaded, 2 * bytes, "{st:?}");
@@ -290,7 +297,11 @@ fn transfers_through_views_are_ordered_after_work_queued_before_them() {
         // Warm-up: pin what both sizes need, so no call below spends its time
         // pinning while the queued work runs out.
         staging
-            .download(&mut host, &dev.slice(PAD..PAD + bytes).expect("slice"), &stream)
+            .download(
+                &mut host,
+                &dev.slice(PAD..PAD + bytes).expect("slice"),
+                &stream,
+            )
             .expect("warm-up");
         let _ = staging
             .download_into(&dev.slice(PAD..PAD + bytes).expect("slice"), bytes, &stream)
@@ -303,7 +314,10 @@ fn transfers_through_views_are_ordered_after_work_queued_before_them() {
             let value = 0x5A_u8.wrapping_add(0x21 * round);
             busy.queue_one_way(&stream);
             stream
-                .memset_bytes(&mut dev.slice_mut(PAD..PAD + bytes).expect("slice_mut"), value)
+                .memset_bytes(
+                    &mut dev.slice_mut(PAD..PAD + bytes).expect("slice_mut"),
+                    value,
+                )
                 .expect("memset_bytes on a view");
             let view = dev.slice(PAD..PAD + bytes).expect("slice");
             if fast {
@@ -316,8 +330,17 @@ fn transfers_through_views_are_ordered_after_work_queued_before_them() {
                 check_all_eq(&what, &host, value);
             }
             let back = device_contents(&dev);
-            check_at(&format_args!("{what}: before the view"), &back[..PAD], 0, sentinel);
-            check_all_eq(&format_args!("{what}: the view"), &back[PAD..PAD + bytes], value);
+            check_at(
+                &format_args!("{what}: before the view"),
+                &back[..PAD],
+                0,
+                sentinel,
+            );
+            check_all_eq(
+                &format_args!("{what}: the view"),
+                &back[PAD..PAD + bytes],
+                value,
+            );
             check_at(
                 &format_args!("{what}: after the view"),
                 &back[PAD + bytes..],
@@ -335,7 +358,10 @@ fn transfers_through_views_are_ordered_after_work_queued_before_them() {
             busy.queue_one_way(&stream);
             // Queued before the upload: it must not overwrite what the upload wrote.
             stream
-                .memset_bytes(&mut dev.slice_mut(PAD..PAD + bytes).expect("slice_mut"), 0x11)
+                .memset_bytes(
+                    &mut dev.slice_mut(PAD..PAD + bytes).expect("slice_mut"),
+                    0x11,
+                )
                 .expect("memset_bytes on a view");
             let mut view = dev.slice_mut(PAD..PAD + bytes).expect("slice_mut");
             if fast {

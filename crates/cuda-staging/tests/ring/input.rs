@@ -229,7 +229,15 @@ fn bad_input_through_views_is_refused_and_changes_nothing() {
 
     let e = d.slice_mut(off..len + 1).unwrap_err();
     assert!(
-        matches!(e, Error::OutOfRange { start: 1000, end: 4097, len: 4096, .. }),
+        matches!(
+            e,
+            Error::OutOfRange {
+                start: 1000,
+                end: 4097,
+                len: 4096,
+                ..
+            }
+        ),
         "{e:?}"
     );
     let mut view = d.slice_mut(off..off + view_len).unwrap();
@@ -269,7 +277,11 @@ fn bad_input_through_views_is_refused_and_changes_nothing() {
         "{e:?}"
     );
     let e = ring
-        .download(&d.slice(off..off + view_len).unwrap(), view_len + 1, &stream)
+        .download(
+            &d.slice(off..off + view_len).unwrap(),
+            view_len + 1,
+            &stream,
+        )
         .unwrap_err();
     assert_eq!(
         e,
@@ -282,12 +294,17 @@ fn bad_input_through_views_is_refused_and_changes_nothing() {
     let e = ring
         .download(&d.slice(off..).unwrap(), usize::MAX / 2, &stream)
         .unwrap_err();
-    assert!(matches!(e, Error::SizeOverflow { elem_bytes: 4, .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::SizeOverflow { elem_bytes: 4, .. }),
+        "{e:?}"
+    );
 
     // An empty view: nothing moves, nothing is counted, no slot is taken.
     let mut empty = d.slice_mut(len..).unwrap();
-    ring.upload_with(&mut empty, 0, &stream, |px: &mut [f32]| assert!(px.is_empty()))
-        .unwrap();
+    ring.upload_with(&mut empty, 0, &stream, |px: &mut [f32]| {
+        assert!(px.is_empty())
+    })
+    .unwrap();
     let none = ring.download(&d.slice(len..).unwrap(), 0, &stream).unwrap();
     assert_eq!(ring.wait(&none).unwrap(), &[] as &[f32]);
 

@@ -39,13 +39,20 @@ fn frames_go_into_the_slots_of_a_batch_tensor_and_come_back_from_views() {
         .enumerate()
         .map(|(i, &s)| (i * FRAME, FRAME, s))
         .collect();
-    check_regions("batch after ring uploads", &device_contents(&batch), sentinel, &all);
+    check_regions(
+        "batch after ring uploads",
+        &device_contents(&batch),
+        sentinel,
+        &all,
+    );
 
     // Downloads from views, each redeemed after the next one is queued.
     let mut previous: Option<(usize, Ticket<f32>)> = None;
     for i in (0..FRAMES).rev() {
         let slot = batch.slice(i * FRAME..(i + 1) * FRAME).expect("slice");
-        let t = ring.download(&slot, FRAME, &stream).expect("download from a slot");
+        let t = ring
+            .download(&slot, FRAME, &stream)
+            .expect("download from a slot");
         if let Some((j, p)) = previous.replace((i, t)) {
             check(
                 &format_args!("ring download of slot {j}"),
@@ -62,9 +69,18 @@ fn frames_go_into_the_slots_of_a_batch_tensor_and_come_back_from_views() {
     );
     // A prefix of a view, at an offset inside a slot.
     let t = ring
-        .download(&batch.slice(FRAME + 10..2 * FRAME).expect("slice"), 100, &stream)
+        .download(
+            &batch.slice(FRAME + 10..2 * FRAME).expect("slice"),
+            100,
+            &stream,
+        )
         .expect("download a prefix of a view");
-    check_at("prefix of a view", ring.wait(&t).expect("wait"), 10, seeds[1]);
+    check_at(
+        "prefix of a view",
+        ring.wait(&t).expect("wait"),
+        10,
+        seeds[1],
+    );
 
     let st = ring.stats();
     assert_eq!(st.uploads, FRAMES as u64, "{st:?}");
@@ -122,7 +138,11 @@ fn transfers_through_views_are_ordered_and_recorded_in_the_buffer() {
             .download(&dev.slice(PAD..PAD + n).unwrap(), n, &stream)
             .unwrap();
         let got = ring.wait(&t).unwrap();
-        check(&format_args!("download {what}: first half"), &got[..n / 2], s);
+        check(
+            &format_args!("download {what}: first half"),
+            &got[..n / 2],
+            s,
+        );
         check_all_eq(
             &format_args!("download {what}: memset half"),
             &got[n / 2..],
@@ -158,7 +178,8 @@ fn a_failing_fill_queues_nothing_and_leaves_its_slot_for_the_next_upload() {
         let ticket = (slots == 3).then(|| ring.download(&held, n, &stream).unwrap());
         let before = ring.stats();
         let capacity = ring.capacity();
-        dev.copy_from_host(&pattern::<f32>(2 * n, held_dev)).unwrap();
+        dev.copy_from_host(&pattern::<f32>(2 * n, held_dev))
+            .unwrap();
 
         for attempt in 0..3u64 {
             let r = ring.try_upload_with(
@@ -198,14 +219,24 @@ fn a_failing_fill_queues_nothing_and_leaves_its_slot_for_the_next_upload() {
             )
             .unwrap_or_else(|e| panic!("upload {k} after failed fills: {e:?}"));
             let back = device_contents(&dev);
-            check_at(&format_args!("untouched half, upload {k}"), &back[..n], 0, held_dev);
-            check(&format_args!("upload {k} after failed fills"), &back[n..], s);
+            check_at(
+                &format_args!("untouched half, upload {k}"),
+                &back[..n],
+                0,
+                held_dev,
+            );
+            check(
+                &format_args!("upload {k} after failed fills"),
+                &back[n..],
+                s,
+            );
         }
         if let Some(t) = ticket {
             // slots - 1 transfers after the download: its slot was not reused.
             check(
                 "a ticket from before the failed fills",
-                ring.wait(&t).expect("the failed fills did not use up a slot"),
+                ring.wait(&t)
+                    .expect("the failed fills did not use up a slot"),
                 held_seed,
             );
         }

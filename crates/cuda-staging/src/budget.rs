@@ -67,7 +67,10 @@ impl Budget {
 
     /// Sets the limit (`None`: none); returns the one it replaces.
     pub(crate) fn set_limit(&self, limit: Option<usize>) -> Option<usize> {
-        match self.limit.swap(limit.unwrap_or(UNLIMITED), Ordering::AcqRel) {
+        match self
+            .limit
+            .swap(limit.unwrap_or(UNLIMITED), Ordering::AcqRel)
+        {
             UNLIMITED => None,
             l => Some(l),
         }
@@ -107,9 +110,33 @@ impl Budget {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return Ok(Reservation { budget: self, bytes }),
+                Ok(_) => {
+                    return Ok(Reservation {
+                        budget: self,
+                        bytes,
+                    })
+                }
                 Err(now) => held = now,
             }
+        }
+    }
+
+    /// Whether `least` more bytes fit under the limit now, without reserving them:
+    /// [`Error::PinnedLimitExceeded`] as [`Budget::reserve`] gives it when they do
+    /// not. For refusing a grow before anything else is done (the reservation
+    /// itself, made later, is what guarantees the limit).
+    pub(crate) fn check(&self, op: &'static str, least: usize) -> Result<()> {
+        let held = self.held();
+        let limit = self.limit.load(Ordering::Acquire);
+        if least <= limit.saturating_sub(held) {
+            Ok(())
+        } else {
+            Err(Error::PinnedLimitExceeded {
+                op,
+                limit,
+                held,
+                requested: least,
+            })
         }
     }
 
@@ -220,6 +247,12 @@ pub fn set_pinned_limit(limit: Option<usize>) -> Option<usize> {
     global().set_limit(limit)
 }
 
+/// Whether a grow that pins at least `least` bytes can pass the process's limit now
+/// (see [`Budget::check`]); no driver call.
+pub(crate) fn check(op: &'static str, least: usize) -> Result<()> {
+    global().check(op, least)
+}
+
 /// Page-locked memory counted against the process's budget: reserved before the
 /// driver is asked for it, given back after it is freed.
 #[derive(Debug)]
@@ -301,6 +334,16 @@ mod tests {
         assert_eq!(fits.bytes(), 400);
         assert_eq!(b.held(), 1000);
         assert!(b.reserve("t", 1, 1).is_err(), "full");
+        assert_eq!(
+            b.check("t", 1),
+            Err(Error::PinnedLimitExceeded {
+                op: "t",
+                limit: 1000,
+                held: 1000,
+                requested: 1,
+            })
+        );
+        assert_eq!(b.check("t", 0), Ok(()));
         drop(fits);
         let least = b.reserve("t", 300, 500).unwrap();
         assert_eq!(least.bytes(), 300, "500 would pass 1000; 300 fits");

@@ -143,11 +143,16 @@ impl StagingBuffer {
 
     /// Makes sure at least `bytes` are pinned (growing by the usual policy), in the
     /// context of the current pinned buffer or, without one, the context current on
-    /// this thread. On failure the buffer is unchanged and still usable.
+    /// this thread. On failure the buffer is unchanged and still usable. A grow past
+    /// the [pinned-memory limit](crate::set_pinned_limit) is
+    /// [`Error::PinnedLimitExceeded`](crate::Error::PinnedLimitExceeded), before any
+    /// driver call.
     pub fn reserve(&mut self, bytes: usize) -> Result<()> {
         if bytes <= self.capacity() {
             return Ok(());
         }
+        // Before the context is even looked up: a refusal needs no driver.
+        self.capacity.check_budget(bytes, usize::MAX)?;
         let ctx = match self.capacity.context() {
             Some(c) => c.clone(),
             None => Context::current()?,

@@ -4,6 +4,9 @@ use cuda_core::{Context, Error, PinnedBuffer, Result};
 
 use crate::budget::BudgetedPinned;
 
+/// What a refused grow of a staging buffer's pinned memory names.
+const GROW_OP: &str = "StagingBuffer grow";
+
 /// Capacity growth rounds up to this.
 pub(crate) const GROW_GRANULE_BYTES: usize = 64 << 10;
 
@@ -52,6 +55,23 @@ impl Capacity {
         self.pinned.as_ref().and_then(|p| p.context())
     }
 
+    /// The least and the preferred size of a grow to hold `bytes` (see
+    /// [`Capacity::ensure`]).
+    fn grow_sizes(&self, bytes: usize, limit: usize) -> Result<(usize, usize)> {
+        let preferred = grow_capacity(self.bytes(), bytes)?.min(limit.max(bytes));
+        Ok((least_capacity(bytes, preferred), preferred))
+    }
+
+    /// Whether the pinned-memory limit leaves room for the grow that
+    /// [`Capacity::ensure`] would make for `bytes` now; no driver call.
+    pub(crate) fn check_budget(&self, bytes: usize, limit: usize) -> Result<()> {
+        if bytes <= self.bytes() {
+            return Ok(());
+        }
+        let (least, _) = self.grow_sizes(bytes, limit)?;
+        crate::budget::check(GROW_OP, least)
+    }
+
     /// Grows to at least `bytes` by the growth policy, but not past `limit` (unless
     /// `bytes` itself is larger), pinning in `ctx`; only to `bytes` (rounded up to
     /// the granule) when the policy's size would pass the pinned-memory limit.
@@ -69,9 +89,8 @@ impl Capacity {
         if bytes <= cap {
             return Ok(None);
         }
-        let preferred = grow_capacity(cap, bytes)?.min(limit.max(bytes));
-        let least = least_capacity(bytes, preferred);
-        let new = BudgetedPinned::alloc_in("StagingBuffer grow", ctx, least, preferred)?;
+        let (least, preferred) = self.grow_sizes(bytes, limit)?;
+        let new = BudgetedPinned::alloc_in(GROW_OP, ctx, least, preferred)?;
         let new_cap = new.len();
         self.pinned = Some(new);
         Ok(Some(new_cap))

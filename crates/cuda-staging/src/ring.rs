@@ -280,10 +280,16 @@ impl StagingRing {
         stream: &Stream,
         fill: F,
     ) -> Result<()> {
-        self.filled_upload("StagingRing::upload_with", dst, n, stream, |px: &mut [T]| {
-            fill(px);
-            Ok::<(), Infallible>(())
-        })
+        self.filled_upload(
+            "StagingRing::upload_with",
+            dst,
+            n,
+            stream,
+            |px: &mut [T]| {
+                fill(px);
+                Ok::<(), Infallible>(())
+            },
+        )
         .map_err(FillError::infallible)
     }
 
@@ -516,6 +522,17 @@ impl StagingRing {
     fn take_slot(&mut self, bytes: usize, ctx: &Context) -> Result<usize> {
         let k = self.next;
         let slot = &mut self.slots[k];
+        let cap = slot.pinned.as_ref().map_or(0, |p| p.len());
+        let grow = if bytes > cap {
+            let preferred = grow_capacity(cap, bytes)?;
+            let least = least_capacity(bytes, preferred);
+            // Refused by the pinned-memory limit before anything else: no wait for
+            // the slot, no counter, no driver call.
+            crate::budget::check(SLOT_GROW_OP, least)?;
+            Some((least, preferred))
+        } else {
+            None
+        };
         if slot.in_flight {
             let done = match &slot.event {
                 Some(e) => e.query()?,
@@ -529,16 +546,13 @@ impl StagingRing {
             }
             slot.in_flight = false;
         }
-        let cap = slot.pinned.as_ref().map_or(0, |p| p.len());
-        if bytes > cap {
+        if let Some((least, preferred)) = grow {
             // The new buffer is pinned before the old one is released, so a refusal
-            // (the pinned-memory limit, checked before any driver call) or a failed
-            // pin leaves the old one in place.
-            let preferred = grow_capacity(cap, bytes)?;
+            // or a failed pin leaves the old one in place.
             slot.pinned = Some(BudgetedPinned::alloc_in(
-                "StagingRing slot grow",
+                SLOT_GROW_OP,
                 ctx,
-                least_capacity(bytes, preferred),
+                least,
                 preferred,
             )?);
             self.stats.allocations += 1;
@@ -571,6 +585,9 @@ impl StagingRing {
         Ok(())
     }
 }
+
+/// What a refused grow of a ring slot names.
+const SLOT_GROW_OP: &str = "StagingRing slot grow";
 
 fn missing() -> Error {
     crate::capacity::internal("ring slot not prepared")

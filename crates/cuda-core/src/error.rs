@@ -125,8 +125,8 @@ pub enum Error {
         len: usize,
     },
     /// Pinning more memory would pass the process's pinned-memory limit (see
-    /// `cuda-staging`'s `set_pinned_limit`). Raised before any driver call; nothing
-    /// was pinned and nothing changed.
+    /// `cuda-staging`'s `set_pinned_limit`). Raised before the driver is asked to pin
+    /// or copy anything; nothing was pinned and nothing changed.
     #[error("{op}: pinning {requested} more bytes would pass the pinned-memory limit of {limit} bytes ({held} bytes are pinned already)")]
     PinnedLimitExceeded {
         /// What was attempted.

@@ -225,9 +225,10 @@ pub fn pinned_limit() -> Option<usize> {
 /// slot's capacity, [`StagingBuffer::reserve`](crate::StagingBuffer::reserve),
 /// [`StagingBuffer::with_capacity`](crate::StagingBuffer::with_capacity)) fails with
 /// [`Error::PinnedLimitExceeded`], naming the limit, the bytes held and the bytes it
-/// asked for, before any driver call: nothing is pinned, the buffer keeps its old
-/// memory and stays usable at its old capacity, and the transfer is not handed to
-/// the driver's pageable path instead. When the growth policy's size (1.5 times the
+/// asked for, before the driver is asked to pin or copy anything (`reserve`, and a
+/// ring slot's grow, before any driver call at all): nothing is pinned, nothing is
+/// counted, the buffer keeps its old memory and stays usable at its old capacity,
+/// and the transfer is not handed to the driver's pageable path instead. When the growth policy's size (1.5 times the
 /// old capacity, rounded up to 64 KiB) would pass the limit but the transfer's own
 /// size fits, that is pinned instead. A grow counts the old allocation too, which is
 /// freed only once the new one is pinned.
@@ -265,7 +266,7 @@ pub(crate) struct BudgetedPinned {
 
 impl BudgetedPinned {
     /// Pins `preferred` bytes in `ctx`, or `least` when `preferred` would pass the
-    /// limit; [`Error::PinnedLimitExceeded`] before any driver call when neither
+    /// limit; [`Error::PinnedLimitExceeded`], before the driver is asked, when neither
     /// fits. A failed pin gives the reservation back.
     pub(crate) fn alloc_in(
         op: &'static str,

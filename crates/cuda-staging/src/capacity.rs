@@ -77,7 +77,7 @@ impl Capacity {
     /// the granule) when the policy's size would pass the pinned-memory limit.
     /// Returns the new capacity when it pinned, `None` when the buffer was large
     /// enough. The new buffer is pinned before the old one is released, so a failure
-    /// (the pinned-memory limit, checked before any driver call, or the driver's)
+    /// (the pinned-memory limit, checked before the driver is asked, or the driver's)
     /// leaves the old one in place and usable.
     pub(crate) fn ensure(
         &mut self,

@@ -140,9 +140,9 @@
 //! the [`PINNED_LIMIT_ENV`] environment variable (`CUDA_STAGING_PINNED_LIMIT`, a
 //! whole number of bytes, read at first use) caps it. A grow that would pass the cap
 //! fails with [`Error::PinnedLimitExceeded`] naming the limit, the bytes held and the
-//! bytes asked for, before any driver call: the buffer keeps its old memory and
-//! works at its old capacity, and no transfer quietly falls back to the pageable
-//! path. [`StagingBuffer::shrink_to_fit`] and [`StagingRing::shrink_to_fit`] give
+//! bytes asked for, before anything is pinned or copied: the buffer keeps its old
+//! memory and works at its old capacity, and no transfer quietly falls back to the
+//! pageable path. [`StagingBuffer::shrink_to_fit`] and [`StagingRing::shrink_to_fit`] give
 //! memory back; dropping a buffer or ring does too.
 //!
 //! # When the GPU faults

@@ -294,9 +294,11 @@ impl StagingRing {
     }
 
     /// [`StagingRing::upload_with`] with a `fill` that can fail: when it returns
-    /// `Err(e)`, nothing is queued, the device memory is as it was, the counters are
-    /// unchanged, and the call returns [`FillError::Fill`]`(e)`, your own error. Any
-    /// other error is [`FillError::Cuda`].
+    /// `Err(e)`, nothing is queued, the device memory is as it was, the transfer
+    /// counters (`uploads`, `bytes_uploaded`) are unchanged, and the call returns
+    /// [`FillError::Fill`]`(e)`, your own error. Any other error is
+    /// [`FillError::Cuda`]. As for a panic in `fill`, a slot pinned or grown for the
+    /// call stays so (counted in [`RingStats::allocations`]).
     ///
     /// The slot `fill` wrote is not used up: the ring's next transfer takes it
     /// again, and it is free (no DMA of it is queued). Only a ticket of an earlier

@@ -301,4 +301,12 @@ mod tests {
 
     static_assertions::assert_impl_all!(StagingBuffer: Send, Default);
     static_assertions::assert_impl_all!(StagingStats: Copy, Default, std::fmt::Debug, PartialEq);
+    // A fill's own error goes wherever the caller's error type goes: `?` into a
+    // `Box<dyn Error + Send + Sync>`, across threads.
+    static_assertions::assert_impl_all!(
+        FillError<std::io::Error>: std::error::Error,
+        Send,
+        Sync,
+        From<Error>
+    );
 }

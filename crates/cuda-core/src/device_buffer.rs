@@ -345,6 +345,9 @@ macro_rules! device_view_common {
             fn device_access(&self) -> DeviceAccess<'_> {
                 DeviceAccess {
                     ptr: self.ptr,
+                    // Cannot overflow: a view is part of a buffer whose byte length
+                    // was checked when it was made.
+                    bytes: self.len * std::mem::size_of::<T>(),
                     ctx: self.ctx,
                     tracker: self.tracker,
                 }
@@ -374,14 +377,56 @@ impl<T: Pod> Copy for DeviceView<'_, T> {}
 device_view_common!(DeviceViewMut);
 
 impl<'a, T: Pod> DeviceView<'a, T> {
+    /// All of `memory` (a buffer or a view) as a read-only view: the same memory and
+    /// the same record of queued work, for as long as `memory` is borrowed. What
+    /// generic code over [`DeviceSlice`] cuts parts from.
+    pub fn of<D: DeviceSlice<T> + ?Sized>(memory: &'a D) -> DeviceView<'a, T> {
+        DeviceView::from_access(memory.device_access(), memory.len())
+    }
+
     /// The same as [`DeviceView::slice`], for as long as the buffer is borrowed
     /// rather than this view.
     pub fn subview(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
         self.view(range)
     }
+
+    /// The same memory as bytes (any bytes make valid elements: `T: Pod`), for
+    /// copies that cut it at byte offsets.
+    pub fn into_bytes(self) -> DeviceView<'a, u8> {
+        DeviceView::new(
+            self.ptr,
+            self.len * std::mem::size_of::<T>(),
+            self.ctx,
+            self.tracker,
+        )
+    }
+
+    fn from_access(a: DeviceAccess<'a>, len: usize) -> DeviceView<'a, T> {
+        DeviceView::new(a.ptr, len, a.ctx, a.tracker)
+    }
 }
 
 impl<'a, T: Pod> DeviceViewMut<'a, T> {
+    /// All of `memory` (a buffer or a writable view) as a writable view: the same
+    /// memory and the same record of queued work, for as long as `memory` is
+    /// borrowed exclusively. What generic code over [`DeviceSliceMut`] cuts parts
+    /// from.
+    pub fn of<D: DeviceSliceMut<T> + ?Sized>(memory: &'a mut D) -> DeviceViewMut<'a, T> {
+        let len = memory.len();
+        let a = memory.device_access();
+        DeviceViewMut::new(a.ptr, len, a.ctx, a.tracker)
+    }
+
+    /// The same memory as bytes, writable (any bytes make valid elements: `T: Pod`).
+    pub fn into_bytes(self) -> DeviceViewMut<'a, u8> {
+        DeviceViewMut::new(
+            self.ptr,
+            self.len * std::mem::size_of::<T>(),
+            self.ctx,
+            self.tracker,
+        )
+    }
+
     /// Elements `range` of this view, writable, taking the view's place.
     pub fn into_slice_mut(self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'a, T>> {
         self.into_part("DeviceViewMut::into_slice_mut", range)
@@ -415,6 +460,7 @@ impl<T: Pod> DeviceSlice<T> for DeviceBuffer<T> {
     fn device_access(&self) -> DeviceAccess<'_> {
         DeviceAccess {
             ptr: self.ptr,
+            bytes: self.byte_len(),
             ctx: &self.ctx,
             tracker: &self.tracker,
         }

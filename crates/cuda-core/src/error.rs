@@ -124,6 +124,20 @@ pub enum Error {
         /// Elements in the buffer or view.
         len: usize,
     },
+    /// Pinning more memory would pass the process's pinned-memory limit (see
+    /// `cuda-staging`'s `set_pinned_limit`). Raised before the driver is asked to pin
+    /// or copy anything; nothing was pinned and nothing changed.
+    #[error("{op}: pinning {requested} more bytes would pass the pinned-memory limit of {limit} bytes ({held} bytes are pinned already)")]
+    PinnedLimitExceeded {
+        /// What was attempted.
+        op: &'static str,
+        /// The limit, in bytes.
+        limit: usize,
+        /// Bytes pinned (and counted against the limit) when the request came.
+        held: usize,
+        /// Bytes the request would have pinned.
+        requested: usize,
+    },
     /// An operation failed where it could not report it (in `Drop`, or in a host
     /// accessor such as `Deref`), and was recorded; see
     /// [`crate::check_deferred_errors`]. Its message shows the error (a driver
@@ -668,5 +682,17 @@ mod tests {
             e.to_string(),
             "copy_from_host: host slice has 3 elements but the transfer needs 4"
         );
+        let e = Error::PinnedLimitExceeded {
+            op: "StagingBuffer grow",
+            limit: 8 << 20,
+            held: 6 << 20,
+            requested: 3 << 20,
+        };
+        assert_eq!(
+            e.to_string(),
+            "StagingBuffer grow: pinning 3145728 more bytes would pass the pinned-memory \
+             limit of 8388608 bytes (6291456 bytes are pinned already)"
+        );
+        assert!(!e.is_sticky());
     }
 }

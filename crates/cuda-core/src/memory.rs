@@ -21,12 +21,46 @@ pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
-/// What a queued operation needs to know about device memory. Its fields are private
-/// to this crate.
+/// What a queued operation needs to know about device memory: its address, its
+/// length in bytes, its context, and the record of queued work that uses it
+/// ([`DeviceSlice::device_access`]).
+///
+/// The record is private: every operation queued through this workspace (a
+/// [`Stream`](crate::Stream) copy, a `cuda-staging` transfer) enters itself there, and
+/// the memory's owner waits on it before the memory is read, written or freed on the
+/// host. The other three are public, for handing the memory to other libraries.
+#[derive(Clone, Copy)]
 pub struct DeviceAccess<'a> {
     pub(crate) ptr: CUdeviceptr,
+    pub(crate) bytes: usize,
     pub(crate) ctx: &'a Context,
     pub(crate) tracker: &'a Tracker,
+}
+
+impl<'a> DeviceAccess<'a> {
+    /// The device address of the first byte.
+    pub fn device_ptr(&self) -> CUdeviceptr {
+        self.ptr
+    }
+
+    /// Length in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.bytes
+    }
+
+    /// The context the memory lives in.
+    pub fn context(&self) -> &'a Context {
+        self.ctx
+    }
+}
+
+impl std::fmt::Debug for DeviceAccess<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceAccess")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("bytes", &self.bytes)
+            .finish()
+    }
 }
 
 /// What a queued operation needs to know about page-locked host memory. Its fields
@@ -39,8 +73,37 @@ pub struct HostAccess<'a> {
     pub(crate) region: Option<&'a Tracker>,
 }
 
-/// Device memory that queued operations may read: a [`DeviceBuffer`](crate::DeviceBuffer)
-/// or a view of one.
+/// Device memory that queued operations may read: a [`DeviceBuffer`](crate::DeviceBuffer),
+/// or a view of part of one ([`DeviceView`](crate::DeviceView), from
+/// [`DeviceBuffer::slice`](crate::DeviceBuffer::slice), or a
+/// [`DeviceViewMut`](crate::DeviceViewMut)).
+///
+/// The one way the workspace says "device memory I may read": every [`Stream`](crate::Stream)
+/// operation and every `cuda-staging` transfer takes `&impl DeviceSlice<T>`, so a
+/// whole buffer and a view at an offset go through the same calls, with the same
+/// checks (length, context) and the same record of queued work. A view shares its
+/// buffer's record: work queued on a view is waited for by the buffer's synchronous
+/// copies and `Drop`, exactly as work queued on the whole buffer.
+///
+/// Sealed: only this crate's types implement it, because each implementation
+/// carries the record of queued work that makes queued operations sound.
+///
+/// ```no_run
+/// use cuda_core::{Context, DeviceBuffer, DeviceSlice, DeviceView};
+///
+/// fn describe<T: cuda_core::bytemuck::Pod>(memory: &impl DeviceSlice<T>) -> String {
+///     let a = memory.device_access();
+///     format!("{} elements, {} bytes at {:#x}", memory.len(), a.byte_len(), a.device_ptr())
+/// }
+///
+/// let _ctx = Context::new(0)?;
+/// let buf = DeviceBuffer::<f32>::zeroed(1024)?;
+/// println!("{}", describe(&buf));
+/// println!("{}", describe(&buf.slice(256..512)?));
+/// let view: DeviceView<'_, f32> = DeviceView::of(&buf); // all of it, as a view
+/// assert_eq!(view.len(), 1024);
+/// # Ok::<(), cuda_core::Error>(())
+/// ```
 pub trait DeviceSlice<T: Pod>: sealed::Sealed {
     /// Number of elements.
     fn len(&self) -> usize;
@@ -50,12 +113,26 @@ pub trait DeviceSlice<T: Pod>: sealed::Sealed {
         self.len() == 0
     }
 
-    /// For this crate's queued operations.
-    #[doc(hidden)]
+    /// The context the memory lives in: a queued operation takes it only with a
+    /// stream of the same context.
+    fn context(&self) -> &Context {
+        self.device_access().ctx
+    }
+
+    /// What a queued operation needs: the device address, the length in bytes, the
+    /// context, and (private to this crate) the record that the operation enters
+    /// itself in, so that the memory's owner waits for it before the memory is
+    /// read, written or freed on the host. Work you queue yourself through the
+    /// address is not recorded: synchronise it yourself.
     fn device_access(&self) -> DeviceAccess<'_>;
 }
 
-/// Device memory that queued operations may write.
+/// Device memory that queued operations may write: a [`DeviceBuffer`](crate::DeviceBuffer)
+/// or a [`DeviceViewMut`](crate::DeviceViewMut) (from
+/// [`DeviceBuffer::slice_mut`](crate::DeviceBuffer::slice_mut)), taken as
+/// `&mut impl DeviceSliceMut<T>`, so that nothing else reads or writes the memory
+/// while the operation is queued. A shared [`DeviceView`](crate::DeviceView) is not
+/// one. Sealed, as [`DeviceSlice`].
 pub trait DeviceSliceMut<T: Pod>: DeviceSlice<T> {}
 
 /// Page-locked host memory that queued copies may read, and whose accessors and

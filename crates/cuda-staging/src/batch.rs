@@ -36,7 +36,9 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrayvec::ArrayVec;
-use cuda_core::{byte_len, DeviceBuffer, DeviceView, DeviceViewMut, Error, Result, MAX_BATCH};
+use cuda_core::{
+    byte_len, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, Result, MAX_BATCH,
+};
 
 use crate::elements::cast;
 use crate::StagingPod;
@@ -157,9 +159,33 @@ impl<'a> DownloadBatch<'a> {
         }
     }
 
-    /// Adds `src[..n]`. Errors, changing nothing: `n` past `src.len()`, a byte count
-    /// that overflows, more than [`MAX_BATCH_PARTS`] parts.
-    pub fn add<T: StagingPod>(&mut self, src: &'a DeviceBuffer<T>, n: usize) -> Result<Part<T>> {
+    /// Adds `src[..n]`. `src` is a whole device buffer (`&buf`) or a view of part
+    /// of one: views of one buffer at several offsets may be parts of one batch.
+    /// Errors, changing nothing: `n` past `src.len()`, a byte count that overflows,
+    /// more than [`MAX_BATCH_PARTS`] parts. (A part from another context than the
+    /// stream is refused by the download, before any driver call.)
+    ///
+    /// ```no_run
+    /// use cuda_staging::{Context, DeviceBuffer, DownloadBatch, StagingBuffer, Stream};
+    ///
+    /// let ctx = Context::new(0)?;
+    /// let stream = Stream::new(&ctx)?;
+    /// // Four frames' outputs in one [4, 1000] tensor: read frames 1 and 3.
+    /// let scores = DeviceBuffer::<f32>::zeroed(4 * 1000)?;
+    /// let (f1, f3) = (scores.slice(1000..2000)?, scores.slice(3000..4000)?);
+    /// let mut batch = DownloadBatch::new();
+    /// let p1 = batch.add(&f1, 1000)?;
+    /// let p3 = batch.add(&f3, 1000)?;
+    /// let mut staging = StagingBuffer::new();
+    /// let landed = staging.download_batch(&batch, &stream)?;
+    /// assert_eq!(landed.get(p1)?.len() + landed.get(p3)?.len(), 2000);
+    /// # Ok::<(), cuda_staging::Error>(())
+    /// ```
+    pub fn add<T: StagingPod>(
+        &mut self,
+        src: &'a impl DeviceSlice<T>,
+        n: usize,
+    ) -> Result<Part<T>> {
         let op = "DownloadBatch::add";
         let bytes = byte_len::<T>(op, n)?;
         if n > src.len() {
@@ -169,7 +195,7 @@ impl<'a> DownloadBatch<'a> {
                 len: src.len(),
             });
         }
-        let view = src.as_bytes().subview(..bytes)?;
+        let view = DeviceView::of(src).into_bytes().subview(..bytes)?;
         let offset = self.layout.push(op, bytes)?;
         self.srcs.push(view);
         Ok(Part {
@@ -227,9 +253,16 @@ impl<'a> UploadBatch<'a> {
         }
     }
 
-    /// Adds `src`, to land in `dst[..src.len()]`. Errors, changing nothing: `src`
-    /// longer than `dst`, more than [`MAX_BATCH_PARTS`] parts.
-    pub fn add<T: StagingPod>(&mut self, dst: &'a mut DeviceBuffer<T>, src: &'a [T]) -> Result<()> {
+    /// Adds `src`, to land in `dst[..src.len()]`. `dst` is a whole device buffer
+    /// (`&mut buf`) or a writable view of part of one. Errors, changing nothing:
+    /// `src` longer than `dst`, more than [`MAX_BATCH_PARTS`] parts. (A part from
+    /// another context than the stream is refused by the upload, before any driver
+    /// call.)
+    pub fn add<T: StagingPod>(
+        &mut self,
+        dst: &'a mut impl DeviceSliceMut<T>,
+        src: &'a [T],
+    ) -> Result<()> {
         let op = "UploadBatch::add";
         if src.len() > dst.len() {
             return Err(Error::ExceedsDeviceBuffer {
@@ -245,7 +278,9 @@ impl<'a> UploadBatch<'a> {
                 reason: format!("a batch holds at most {MAX_BATCH} parts"),
             });
         }
-        let view = dst.as_bytes_mut().into_slice_mut(..bytes)?;
+        let view = DeviceViewMut::of(dst)
+            .into_bytes()
+            .into_slice_mut(..bytes)?;
         self.layout.push(op, bytes)?;
         self.dsts.push(view);
         self.srcs.push(bytemuck::cast_slice(src));

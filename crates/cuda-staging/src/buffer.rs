@@ -1,15 +1,19 @@
 //! [`StagingBuffer`]: the type and its four transfers.
 
+use std::convert::Infallible;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use cuda_core::{Context, DeviceBuffer, DeviceView, DeviceViewMut, Result, Stream, WaitPolicy};
+use cuda_core::{
+    Context, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Result, Stream, WaitPolicy,
+};
 
 use crate::burst::Burst;
 use crate::capacity::Capacity;
 use crate::copy::Copier;
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::events::PipelineEvents;
+use crate::fill::FillError;
 use crate::pipeline::{Plan, Stage, MAX_SLOTS, PIPELINE_WINDOW_BYTES};
 use crate::routing::{Direction, Route, Routing};
 use crate::stats::StagingStats;
@@ -139,11 +143,16 @@ impl StagingBuffer {
 
     /// Makes sure at least `bytes` are pinned (growing by the usual policy), in the
     /// context of the current pinned buffer or, without one, the context current on
-    /// this thread. On failure the buffer is unchanged and still usable.
+    /// this thread. On failure the buffer is unchanged and still usable. A grow past
+    /// the [pinned-memory limit](crate::set_pinned_limit) is
+    /// [`Error::PinnedLimitExceeded`](crate::Error::PinnedLimitExceeded), before any
+    /// driver call.
     pub fn reserve(&mut self, bytes: usize) -> Result<()> {
         if bytes <= self.capacity() {
             return Ok(());
         }
+        // Before the context is even looked up: a refusal needs no driver.
+        self.capacity.check_budget(bytes, usize::MAX)?;
         let ctx = match self.capacity.context() {
             Some(c) => c.clone(),
             None => Context::current()?,
@@ -178,21 +187,79 @@ impl StagingBuffer {
     /// Writes `n` elements straight into pinned memory with `fill`, then copies them
     /// to `dst[..n]`, returning once they have landed.
     ///
-    /// `fill` gets exactly `n` elements; what it leaves there is sent. With `n == 0`,
-    /// `fill` is called with an empty slice and nothing else happens. Errors (before
-    /// any driver call, changing nothing): `n` past `dst.len()`, a byte count that
-    /// overflows, `dst` from another context than `stream`.
+    /// `dst` is device memory: a whole [`DeviceBuffer`](crate::DeviceBuffer)
+    /// (`&mut buf`) or a writable view of part of one (`&mut buf.slice_mut(a..b)?`),
+    /// with the same guarantees either way. `fill` gets exactly `n` elements; what it
+    /// leaves there is sent. With `n == 0`, `fill` is called with an empty slice and
+    /// nothing else happens. Errors (before any driver call, changing nothing): `n`
+    /// past `dst.len()`, a byte count that overflows, `dst` from another context than
+    /// `stream`, a grow past the [pinned-memory limit](crate::set_pinned_limit).
+    ///
+    /// A fill that can fail: [`StagingBuffer::try_upload_with`].
     pub fn upload_with<T: StagingPod, F: FnOnce(&mut [T])>(
         &mut self,
-        dst: &mut DeviceBuffer<T>,
+        dst: &mut impl DeviceSliceMut<T>,
         n: usize,
         stream: &Stream,
         fill: F,
     ) -> Result<()> {
-        let bytes = check_transfer::<T>("upload_with", n, dst, stream)?;
+        self.filled_upload("upload_with", dst, n, stream, |px: &mut [T]| {
+            fill(px);
+            Ok::<(), Infallible>(())
+        })
+        .map_err(FillError::infallible)
+    }
+
+    /// [`StagingBuffer::upload_with`] with a `fill` that can fail: when it returns
+    /// `Err(e)`, nothing is queued, the device memory is as it was, the transfer
+    /// counters are unchanged, and the call returns [`FillError::Fill`]`(e)`, your own
+    /// error. Any other error is [`FillError::Cuda`], as `upload_with` would return it
+    /// (input errors come before `fill` runs, which then does not run).
+    ///
+    /// Like a panic in `fill`, a failed fill leaves the buffer valid for the next
+    /// call: pinned memory it grew to for this call stays allocated and counted in
+    /// [`StagingStats::allocations`].
+    ///
+    /// ```no_run
+    /// use cuda_staging::{Context, DeviceBuffer, FillError, StagingBuffer, Stream};
+    ///
+    /// let ctx = Context::new(0)?;
+    /// let stream = Stream::new(&ctx)?;
+    /// let mut staging = StagingBuffer::new();
+    /// let mut input = DeviceBuffer::<u8>::alloc(4096)?;
+    /// let frame: Option<&[u8]> = None; // the decoder had nothing
+    /// match staging.try_upload_with(&mut input, 4096, &stream, |px| match frame {
+    ///     Some(f) => cuda_staging::copy_for_dma(px, f).map_err(|_| "bad frame size"),
+    ///     None => Err("no frame"),
+    /// }) {
+    ///     Ok(()) => println!("uploaded"),
+    ///     Err(FillError::Fill(why)) => println!("skipped: {why}"),
+    ///     Err(FillError::Cuda(e)) => return Err(e),
+    /// }
+    /// # Ok::<(), cuda_staging::Error>(())
+    /// ```
+    pub fn try_upload_with<T: StagingPod, E, F: FnOnce(&mut [T]) -> std::result::Result<(), E>>(
+        &mut self,
+        dst: &mut impl DeviceSliceMut<T>,
+        n: usize,
+        stream: &Stream,
+        fill: F,
+    ) -> std::result::Result<(), FillError<E>> {
+        self.filled_upload("try_upload_with", dst, n, stream, fill)
+    }
+
+    /// The path `upload_with` and `try_upload_with` share, with errors naming `op`.
+    fn filled_upload<T: StagingPod, E>(
+        &mut self,
+        op: &'static str,
+        dst: &mut (impl DeviceSliceMut<T> + ?Sized),
+        n: usize,
+        stream: &Stream,
+        fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), FillError<E>> {
+        let bytes = check_transfer::<T>(op, n, dst, stream)?;
         if bytes == 0 {
-            fill(no_bytes(n));
-            return Ok(());
+            return fill(no_bytes(n)).map_err(FillError::Fill);
         }
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
@@ -201,11 +268,12 @@ impl StagingBuffer {
         // How to wait is decided after the fill (which may take long) and before
         // the DMA is queued: whether anything is queued ahead of it.
         let mut wait = policy;
-        let r = queue_filled_upload(pinned, bytes, dst, stream, |px| {
-            fill(px);
+        let r = queue_filled_upload(pinned, bytes, dst, stream, |px: &mut [T]| {
+            fill(px)?;
             wait = crate::waiting::for_transfer(policy, bytes, stream);
+            Ok::<(), E>(())
         })
-        .and_then(|()| stream.synchronize_with(wait));
+        .and_then(|()| stream.synchronize_with(wait).map_err(FillError::Cuda));
         self.finish_transfer();
         r?;
         self.stats.staged_transfers += 1;
@@ -215,12 +283,13 @@ impl StagingBuffer {
 
     /// Copies `src[..n]` into pinned memory and returns it there, once it has landed.
     ///
-    /// The slice borrows the staging buffer, so it cannot outlive the next call. With
-    /// `n == 0` it returns an empty slice and does nothing. Errors as
-    /// [`StagingBuffer::upload_with`].
+    /// `src` is a whole device buffer (`&buf`) or a view of part of one
+    /// (`&buf.slice(a..b)?`). The slice borrows the staging buffer, so it cannot
+    /// outlive the next call. With `n == 0` it returns an empty slice and does
+    /// nothing. Errors as [`StagingBuffer::upload_with`].
     pub fn download_into<T: StagingPod>(
         &mut self,
-        src: &DeviceBuffer<T>,
+        src: &impl DeviceSlice<T>,
         n: usize,
         stream: &Stream,
     ) -> Result<&[T]> {
@@ -233,7 +302,7 @@ impl StagingBuffer {
         let pinned = self.capacity.buffer(bytes)?;
         let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
         let r = stream
-            .memcpy_dtoh(&src.as_bytes().slice(..bytes)?, pinned)
+            .memcpy_dtoh(&DeviceView::of(src).into_bytes().subview(..bytes)?, pinned)
             .and_then(|()| stream.synchronize_with(wait));
         self.finish_transfer();
         r?;
@@ -246,17 +315,21 @@ impl StagingBuffer {
 
     /// Copies all of `src` into `dst[..src.len()]`, returning once it has landed.
     ///
-    /// Routing: transfers below [`StagingBuffer::stage_min_bytes`] go to the driver's
-    /// own path; otherwise a page-locked `src` is DMA'd straight from; otherwise
-    /// transfers up to [`StagingBuffer::stage_max_bytes`] are staged (a multi-threaded
-    /// non-temporal host copy, pipelined against the DMA) and larger ones go to the
-    /// driver's pageable path. A transfer that follows a gap and that the calling
-    /// thread would copy alone goes to the driver's path too where that is as fast
-    /// ([`StagingBuffer::driver_after_gap`]). Every route is ordered on `stream`
-    /// the same way.
+    /// `dst` is a whole device buffer or a writable view of part of one, as for
+    /// [`StagingBuffer::upload_with`]. Routing: transfers below
+    /// [`StagingBuffer::stage_min_bytes`] go to the driver's own path; otherwise a
+    /// page-locked `src` is DMA'd straight from; otherwise transfers up to
+    /// [`StagingBuffer::stage_max_bytes`] are staged (a multi-threaded non-temporal
+    /// host copy, pipelined against the DMA) and larger ones go to the driver's
+    /// pageable path. A transfer that follows a gap and that the calling thread
+    /// would copy alone goes to the driver's path too where that is as fast
+    /// ([`StagingBuffer::driver_after_gap`]). Every route is ordered on `stream` the
+    /// same way. A staged transfer that would grow the pinned memory past the
+    /// [pinned-memory limit](crate::set_pinned_limit) is an error, never handed to
+    /// the pageable path instead.
     pub fn upload<T: StagingPod>(
         &mut self,
-        dst: &mut DeviceBuffer<T>,
+        dst: &mut impl DeviceSliceMut<T>,
         src: &[T],
         stream: &Stream,
     ) -> Result<()> {
@@ -266,17 +339,20 @@ impl StagingBuffer {
         }
         let leg = Leg::Upload {
             src: bytemuck::cast_slice(src),
-            dst: dst.as_bytes_mut().into_slice_mut(..bytes)?,
+            dst: DeviceViewMut::of(dst)
+                .into_bytes()
+                .into_slice_mut(..bytes)?,
         };
         self.transfer(leg, stream)
     }
 
-    /// Fills `dst` from `src[..dst.len()]`, returning once it has landed. Routing as
+    /// Fills `dst` from `src[..dst.len()]`, returning once it has landed. `src` is a
+    /// whole device buffer or a view of part of one. Routing as
     /// [`StagingBuffer::upload`].
     pub fn download<T: StagingPod>(
         &mut self,
         dst: &mut [T],
-        src: &DeviceBuffer<T>,
+        src: &impl DeviceSlice<T>,
         stream: &Stream,
     ) -> Result<()> {
         let bytes = check_transfer::<T>("download", dst.len(), src, stream)?;
@@ -284,7 +360,7 @@ impl StagingBuffer {
             return Ok(());
         }
         let leg = Leg::Download {
-            src: src.as_bytes().subview(..bytes)?,
+            src: DeviceView::of(src).into_bytes().subview(..bytes)?,
             dst: bytemuck::cast_slice_mut(dst),
         };
         self.transfer(leg, stream)

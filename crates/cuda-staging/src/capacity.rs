@@ -2,6 +2,11 @@
 
 use cuda_core::{Context, Error, PinnedBuffer, Result};
 
+use crate::budget::BudgetedPinned;
+
+/// What a refused grow of a staging buffer's pinned memory names.
+const GROW_OP: &str = "StagingBuffer grow";
+
 /// Capacity growth rounds up to this.
 pub(crate) const GROW_GRANULE_BYTES: usize = 64 << 10;
 
@@ -22,10 +27,21 @@ pub(crate) fn grow_capacity(old: usize, required: usize) -> Result<usize> {
     }
 }
 
-/// The one pinned allocation of a staging buffer.
+/// The least a grow to hold `required` bytes pins when the growth policy's size
+/// (`preferred`) would pass the pinned-memory limit: `required` rounded up to
+/// [`GROW_GRANULE_BYTES`], at most `preferred`.
+pub(crate) fn least_capacity(required: usize, preferred: usize) -> usize {
+    required
+        .checked_next_multiple_of(GROW_GRANULE_BYTES)
+        .unwrap_or(required)
+        .clamp(required, preferred.max(required))
+}
+
+/// The one pinned allocation of a staging buffer, counted against the process's
+/// pinned-memory budget (`crate::budget`).
 #[derive(Debug, Default)]
 pub(crate) struct Capacity {
-    pinned: Option<PinnedBuffer<u8>>,
+    pinned: Option<BudgetedPinned>,
 }
 
 impl Capacity {
@@ -39,11 +55,30 @@ impl Capacity {
         self.pinned.as_ref().and_then(|p| p.context())
     }
 
+    /// The least and the preferred size of a grow to hold `bytes` (see
+    /// [`Capacity::ensure`]).
+    fn grow_sizes(&self, bytes: usize, limit: usize) -> Result<(usize, usize)> {
+        let preferred = grow_capacity(self.bytes(), bytes)?.min(limit.max(bytes));
+        Ok((least_capacity(bytes, preferred), preferred))
+    }
+
+    /// Whether the pinned-memory limit leaves room for the grow that
+    /// [`Capacity::ensure`] would make for `bytes` now; no driver call.
+    pub(crate) fn check_budget(&self, bytes: usize, limit: usize) -> Result<()> {
+        if bytes <= self.bytes() {
+            return Ok(());
+        }
+        let (least, _) = self.grow_sizes(bytes, limit)?;
+        crate::budget::check(GROW_OP, least)
+    }
+
     /// Grows to at least `bytes` by the growth policy, but not past `limit` (unless
-    /// `bytes` itself is larger), pinning in `ctx`. Returns the new capacity when it
-    /// pinned, `None` when the buffer was large enough. The new buffer is pinned
-    /// before the old one is released, so a failure leaves the old one in place and
-    /// usable.
+    /// `bytes` itself is larger), pinning in `ctx`; only to `bytes` (rounded up to
+    /// the granule) when the policy's size would pass the pinned-memory limit.
+    /// Returns the new capacity when it pinned, `None` when the buffer was large
+    /// enough. The new buffer is pinned before the old one is released, so a failure
+    /// (the pinned-memory limit, checked before the driver is asked, or the driver's)
+    /// leaves the old one in place and usable.
     pub(crate) fn ensure(
         &mut self,
         bytes: usize,
@@ -54,15 +89,16 @@ impl Capacity {
         if bytes <= cap {
             return Ok(None);
         }
-        let new_cap = grow_capacity(cap, bytes)?.min(limit.max(bytes));
-        let new = PinnedBuffer::<u8>::alloc_in(ctx, new_cap)?;
+        let (least, preferred) = self.grow_sizes(bytes, limit)?;
+        let new = BudgetedPinned::alloc_in(GROW_OP, ctx, least, preferred)?;
+        let new_cap = new.len();
         self.pinned = Some(new);
         Ok(Some(new_cap))
     }
 
     /// The pinned buffer (at least `bytes` long, as ensured before).
     pub(crate) fn buffer(&mut self, bytes: usize) -> Result<&mut PinnedBuffer<u8>> {
-        match self.pinned.as_mut() {
+        match self.pinned.as_deref_mut() {
             Some(p) if p.len() >= bytes => Ok(p),
             _ => Err(internal("pinned buffer smaller than ensured")),
         }
@@ -117,6 +153,15 @@ mod tests {
             grow_capacity(big, big + 1).unwrap(),
             (big + 1).next_multiple_of(64 << 10)
         );
+    }
+
+    #[test]
+    fn the_least_grow_is_the_transfer_rounded_to_the_granule() {
+        assert_eq!(least_capacity(1, 64 << 10), 64 << 10);
+        assert_eq!(least_capacity(150_528, 256 << 10), 192 << 10);
+        // Never more than the policy's size, never less than what is required.
+        assert_eq!(least_capacity(150_528, 150_528), 150_528);
+        assert_eq!(least_capacity(usize::MAX, usize::MAX), usize::MAX);
     }
 
     #[test]

@@ -19,11 +19,25 @@
 //! | can be written straight into pinned memory (you decode or preprocess it, or read results in place) | [`StagingBuffer::upload_with`] / [`StagingBuffer::download_into`] | the DMA alone: 10.9 µs up, 10.5 µs down, and the least CPU of any path (only the calling thread runs) |
 //! | flows through a pipeline: frame k+1 is prepared while frame k is on the GPU | [`StagingRing`] | returns once the transfer is queued; a [`Ticket`] waits for a download. K pinned slots. An inference-shaped pipeline ran 1.85 times the frames per second of the synchronous buffer |
 //! | is several outputs (or inputs) per frame | [`DownloadBatch`] / [`UploadBatch`] | one pinned region and one wait for all parts: a model's four outputs (4096, 16384, 65536 and 150528 B) took 14.9 µs batched, against 35.4 µs one call each |
+//! | is produced by code that can fail (a decoder meeting a corrupt frame) | [`StagingBuffer::try_upload_with`] / [`StagingRing::try_upload_with`] | as `upload_with`; an `Err` from your `fill` queues nothing and comes back as your own error ([`FillError::Fill`]) |
+//! | goes into, or comes from, part of a device buffer (slot `i` of a `[N, 3, H, W]` batch tensor) | any call above, given a view: `&mut buf.slice_mut(a..b)?` / `&buf.slice(a..b)?` | the same as for a whole buffer: a view is an address and a length, checked when it is made |
 //!
 //! Memory you have already page-locked (a [`PinnedBuffer`], a [`HostRegistration`],
 //! another library's pinned allocation) needs no staging: `upload` / `download` see
 //! that and DMA straight from or into it. To fill pinned memory from data you hold
 //! the way `upload` does, use [`copy_for_dma`].
+//!
+//! **Part of a device buffer.** Every call takes device memory as
+//! [`DeviceSlice`] (to read) or [`DeviceSliceMut`] (to write): a whole
+//! [`DeviceBuffer`] (`&mut buf`) or a view of part of one (`&mut
+//! buf.slice_mut(a..b)?`, `&buf.slice(a..b)?`), with the same ordering, context
+//! check, errors and soundness either way. Writing frame `i` of a `[N, 3, H, W]`
+//! batch tensor is an upload into `slice_mut(i * frame..(i + 1) * frame)`.
+//!
+//! **A fill that can fail** (a decoder meeting a corrupt frame):
+//! [`StagingBuffer::try_upload_with`] / [`StagingRing::try_upload_with`] take a
+//! `fill` returning `Result<(), E>`; an `Err` queues nothing, changes no counter and
+//! comes back as [`FillError::Fill`] with your own `E`.
 //!
 //! **What `upload` / `download` do with your slice.** Per transfer, they pick the
 //! faster of: the driver's own pageable copy (small uploads, under
@@ -103,16 +117,33 @@
 //!
 //! # Input rules
 //!
-//! `n` may be smaller than the device buffer: a prefix is moved and the rest of the
-//! device buffer is untouched. `n` larger than the buffer, a host slice longer than
-//! it, or `n * size_of::<T>()` overflowing is an error before any driver call, and
+//! `n` may be smaller than the device buffer (or view): a prefix is moved and the
+//! rest of the device memory is untouched. A view's range is checked when it is made
+//! (`slice` / `slice_mut` return [`Error::OutOfRange`]); a view from another
+//! context than `stream` is [`cuda_core::Error::ContextMismatch`], as a buffer is.
+//! `n` larger than the buffer or view, a host slice longer than it, or
+//! `n * size_of::<T>()` overflowing is an error before any driver call, and
 //! changes nothing. Zero elements is a no-op that succeeds: no driver call, no
 //! allocation, counters unchanged (`upload_with` still calls `fill` with an empty
 //! slice; `download_into` returns an empty slice).
 //!
 //! A panic inside `fill` propagates to the caller and leaves the buffer valid: the
 //! pinned memory stays allocated and counted, nothing was queued, and the next call
-//! works.
+//! works. An `Err` from `try_upload_with`'s `fill` does the same, and comes back as
+//! [`FillError::Fill`].
+//!
+//! # Pinned memory is budgeted
+//!
+//! Page-locked memory is scarce and shared by everything in the process.
+//! [`pinned_bytes`] says how much this crate holds, over every buffer (with its
+//! batch regions and pipeline window) and every ring slot; [`set_pinned_limit`] or
+//! the [`PINNED_LIMIT_ENV`] environment variable (`CUDA_STAGING_PINNED_LIMIT`, a
+//! whole number of bytes, read at first use) caps it. A grow that would pass the cap
+//! fails with [`Error::PinnedLimitExceeded`] naming the limit, the bytes held and the
+//! bytes asked for, before anything is pinned or copied: the buffer keeps its old
+//! memory and works at its old capacity, and no transfer quietly falls back to the
+//! pageable path. [`StagingBuffer::shrink_to_fit`] and [`StagingRing::shrink_to_fit`] give
+//! memory back; dropping a buffer or ring does too.
 //!
 //! # When the GPU faults
 //!
@@ -145,6 +176,26 @@
 //! # Ok::<(), cuda_staging::Error>(())
 //! ```
 //!
+//! Four frames into the four slots of one `[4, 3, 64, 64]` input, through views,
+//! and one slot read back in place:
+//!
+//! ```no_run
+//! use cuda_staging::{Context, DeviceBuffer, StagingBuffer, Stream};
+//!
+//! # let ctx = Context::new(0)?;
+//! # let stream = Stream::new(&ctx)?;
+//! let frame = 3 * 64 * 64;
+//! let mut batch = DeviceBuffer::<f32>::alloc(4 * frame)?;
+//! let mut staging = StagingBuffer::new();
+//! for i in 0..4 {
+//!     let mut slot = batch.slice_mut(i * frame..(i + 1) * frame)?;
+//!     staging.upload_with(&mut slot, frame, &stream, |px| px.fill(i as f32))?;
+//! }
+//! let third = staging.download_into(&batch.slice(2 * frame..3 * frame)?, frame, &stream)?;
+//! assert!(third.iter().all(|&v| v == 2.0));
+//! # Ok::<(), cuda_staging::Error>(())
+//! ```
+//!
 //! The slice `download_into` returns borrows the buffer, so it cannot be kept
 //! across the next transfer:
 //!
@@ -166,6 +217,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod batch;
+mod budget;
 mod buffer;
 mod burst;
 mod calibration;
@@ -175,6 +227,7 @@ mod cpu;
 mod cpu_clock;
 mod elements;
 mod events;
+mod fill;
 mod job;
 mod pipeline;
 mod pool;
@@ -188,15 +241,18 @@ mod tuning;
 mod waiting;
 
 pub use batch::{DownloadBatch, Landed, Part, UploadBatch, MAX_BATCH_PARTS};
+pub use budget::{pinned_bytes, pinned_limit, set_pinned_limit, PINNED_LIMIT_ENV};
 pub use buffer::{default_copy_threads, StagingBuffer, DEFAULT_COPY_THREADS, MAX_COPY_THREADS};
 pub use calibration::{Calibration, CalibrationSample};
 pub use copy::copy_for_dma;
 #[doc(hidden)]
 pub use copy::copy_streaming;
 pub use cuda_core::{
-    bytemuck, check_deferred_errors, Context, DeviceBuffer, Error, Event, HostRegistration,
-    PinnedBuffer, Result, Stream, WaitPolicy, DEFAULT_SPIN, POLL_SLEEP,
+    bytemuck, check_deferred_errors, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut,
+    DeviceView, DeviceViewMut, Error, Event, HostRegistration, PinnedBuffer, Result, Stream,
+    WaitPolicy, DEFAULT_SPIN, POLL_SLEEP,
 };
+pub use fill::FillError;
 pub use pipeline::PIPELINE_WINDOW_BYTES;
 pub use pool::{
     pool_stats, pool_threads, pool_threads_started, set_copy_pool_threads, PoolStats,
@@ -245,4 +301,12 @@ mod tests {
 
     static_assertions::assert_impl_all!(StagingBuffer: Send, Default);
     static_assertions::assert_impl_all!(StagingStats: Copy, Default, std::fmt::Debug, PartialEq);
+    // A fill's own error goes wherever the caller's error type goes: `?` into a
+    // `Box<dyn Error + Send + Sync>`, across threads.
+    static_assertions::assert_impl_all!(
+        FillError<std::io::Error>: std::error::Error,
+        Send,
+        Sync,
+        From<Error>
+    );
 }

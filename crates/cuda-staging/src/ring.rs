@@ -16,16 +16,21 @@
 //! returns borrow the ring, so no slot can be reused while one is alive (the borrow
 //! checker refuses it).
 
+use std::convert::Infallible;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cuda_core::{Context, DeviceBuffer, Error, Event, PinnedBuffer, Result, Stream, WaitPolicy};
+use cuda_core::{
+    Context, DeviceSlice, DeviceSliceMut, DeviceView, Error, Event, Result, Stream, WaitPolicy,
+};
 
 use crate::batch::{DownloadBatch, Landed};
+use crate::budget::BudgetedPinned;
 use crate::buffer::default_copy_threads;
-use crate::capacity::grow_capacity;
+use crate::capacity::{grow_capacity, least_capacity};
 use crate::copy::{streams, Copier};
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
+use crate::fill::FillError;
 use crate::StagingPod;
 
 /// Slots of [`StagingRing::new`]: one in flight, one being filled, one spare.
@@ -54,7 +59,8 @@ pub struct RingStats {
 
 #[derive(Default)]
 struct Slot {
-    pinned: Option<PinnedBuffer<u8>>,
+    /// Counted against the process's pinned-memory budget (`crate::budget`).
+    pinned: Option<BudgetedPinned>,
     /// Recorded after the slot's last DMA.
     event: Option<Event>,
     /// The event was recorded and not yet seen complete.
@@ -235,40 +241,95 @@ impl StagingRing {
         Ok(())
     }
 
+    /// Gives every slot's pinned memory back (see [`crate::pinned_bytes`]), once the
+    /// copies queued on it are done; the slots pin again at their next use. Tickets
+    /// not yet redeemed become stale (their data is gone): [`StagingRing::wait`]
+    /// refuses them. The slot count, events and counters are kept.
+    ///
+    /// A wait that fails here (after a GPU fault) is recorded for
+    /// [`crate::check_deferred_errors`], as when the ring is dropped; the memory is
+    /// freed all the same.
+    pub fn shrink_to_fit(&mut self) {
+        for slot in &mut self.slots {
+            if slot.pinned.take().is_some() {
+                // Dropping it waited for its queued copies (its tracker) and freed it.
+                slot.in_flight = false;
+                slot.generation += 1;
+            }
+        }
+    }
+
     /// Writes `n` elements straight into a slot with `fill`, queues their copy to
     /// `dst[..n]` on `stream` and returns without waiting for it (it lands in stream
     /// order, before work queued after it).
     ///
-    /// Waits only if the slot it comes round to is still in flight. Errors (before
-    /// any driver call, changing nothing) as [`crate::StagingBuffer::upload_with`].
-    /// With `n == 0`, `fill` gets an empty slice and nothing else happens. A panic in
-    /// `fill` leaves the ring valid (the slot was not queued).
+    /// `dst` is a whole device buffer (`&mut buf`) or a writable view of part of
+    /// one (`&mut buf.slice_mut(a..b)?`), with the same guarantees either way: the
+    /// DMA is recorded in the buffer, whose synchronous copies and `Drop` wait for
+    /// it. Waits only if the slot it comes round to is still in flight. Errors
+    /// (before any driver call, changing nothing) as
+    /// [`crate::StagingBuffer::upload_with`]. With `n == 0`, `fill` gets an empty
+    /// slice and nothing else happens. A panic in `fill` leaves the ring valid (the
+    /// slot was not queued, and the next transfer takes the same slot).
+    ///
+    /// A fill that can fail: [`StagingRing::try_upload_with`].
     pub fn upload_with<T: StagingPod, F: FnOnce(&mut [T])>(
         &mut self,
-        dst: &mut DeviceBuffer<T>,
+        dst: &mut impl DeviceSliceMut<T>,
         n: usize,
         stream: &Stream,
         fill: F,
     ) -> Result<()> {
-        self.filled_upload("StagingRing::upload_with", dst, n, stream, fill)
+        self.filled_upload(
+            "StagingRing::upload_with",
+            dst,
+            n,
+            stream,
+            |px: &mut [T]| {
+                fill(px);
+                Ok::<(), Infallible>(())
+            },
+        )
+        .map_err(FillError::infallible)
     }
 
-    /// `upload_with`, with errors naming `op`.
-    fn filled_upload<T: StagingPod>(
+    /// [`StagingRing::upload_with`] with a `fill` that can fail: when it returns
+    /// `Err(e)`, nothing is queued, the device memory is as it was, the transfer
+    /// counters (`uploads`, `bytes_uploaded`) are unchanged, and the call returns
+    /// [`FillError::Fill`]`(e)`, your own error. Any other error is
+    /// [`FillError::Cuda`]. As for a panic in `fill`, a slot pinned or grown for the
+    /// call stays so (counted in [`RingStats::allocations`]).
+    ///
+    /// The slot `fill` wrote is not used up: the ring's next transfer takes it
+    /// again, and it is free (no DMA of it is queued). Only a ticket of an earlier
+    /// download in that same slot, which the ring was about to reuse anyway,
+    /// becomes stale, since `fill` may have written over its bytes.
+    pub fn try_upload_with<T: StagingPod, E, F: FnOnce(&mut [T]) -> std::result::Result<(), E>>(
         &mut self,
-        op: &'static str,
-        dst: &mut DeviceBuffer<T>,
+        dst: &mut impl DeviceSliceMut<T>,
         n: usize,
         stream: &Stream,
-        fill: impl FnOnce(&mut [T]),
-    ) -> Result<()> {
+        fill: F,
+    ) -> std::result::Result<(), FillError<E>> {
+        self.filled_upload("StagingRing::try_upload_with", dst, n, stream, fill)
+    }
+
+    /// The path of `upload_with`, `try_upload_with` and `upload`, with errors naming
+    /// `op`.
+    fn filled_upload<T: StagingPod, E>(
+        &mut self,
+        op: &'static str,
+        dst: &mut (impl DeviceSliceMut<T> + ?Sized),
+        n: usize,
+        stream: &Stream,
+        fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), FillError<E>> {
         let bytes = check_transfer::<T>(op, n, dst, stream)?;
         if bytes == 0 {
-            fill(no_bytes(n));
-            return Ok(());
+            return fill(no_bytes(n)).map_err(FillError::Fill);
         }
         let k = self.take_slot(bytes, stream.context())?;
-        let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
+        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
         queue_filled_upload(pinned, bytes, dst, stream, fill)?;
         self.queued(k, stream)?;
         self.stats.uploads += 1;
@@ -278,10 +339,11 @@ impl StagingRing {
 
     /// Copies `src` into a slot, queues its copy to `dst[..src.len()]` on `stream`
     /// and returns without waiting for the DMA (`src` is free again on return).
-    /// Errors as [`StagingRing::upload_with`].
+    /// `dst` as for [`StagingRing::upload_with`]. Errors as
+    /// [`StagingRing::upload_with`].
     pub fn upload<T: StagingPod>(
         &mut self,
-        dst: &mut DeviceBuffer<T>,
+        dst: &mut impl DeviceSliceMut<T>,
         src: &[T],
         stream: &Stream,
     ) -> Result<()> {
@@ -303,17 +365,20 @@ impl StagingRing {
                     bytemuck::cast_slice(src),
                     streams(bytes),
                 );
+                Ok::<(), Infallible>(())
             },
         )
+        .map_err(FillError::infallible)
     }
 
     /// Queues a copy of `src[..n]` into a slot on `stream` and returns a ticket for
     /// it, without waiting. Redeem it with [`StagingRing::wait`] before the ring
-    /// comes round to the same slot again (`slots()` transfers later). Errors as
+    /// comes round to the same slot again (`slots()` transfers later). `src` is a
+    /// whole device buffer or a view of part of one (`&buf.slice(a..b)?`). Errors as
     /// [`crate::StagingBuffer::download_into`].
     pub fn download<T: StagingPod>(
         &mut self,
-        src: &DeviceBuffer<T>,
+        src: &impl DeviceSlice<T>,
         n: usize,
         stream: &Stream,
     ) -> Result<Ticket<T>> {
@@ -328,8 +393,8 @@ impl StagingRing {
             });
         }
         let k = self.take_slot(bytes, stream.context())?;
-        let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
-        stream.memcpy_dtoh(&src.as_bytes().subview(..bytes)?, pinned)?;
+        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
+        stream.memcpy_dtoh(&DeviceView::of(src).into_bytes().subview(..bytes)?, pinned)?;
         self.queued(k, stream)?;
         self.stats.downloads += 1;
         self.stats.bytes_downloaded += bytes as u64;
@@ -368,7 +433,7 @@ impl StagingRing {
             });
         }
         let k = self.take_slot(total, stream.context())?;
-        let pinned = self.slots[k].pinned.as_mut().ok_or_else(missing)?;
+        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
         if stream.has_batch_copies() {
             stream.memcpy_dtoh_batch(&batch.srcs, &batch.layout.offsets, pinned)?;
         } else {
@@ -452,10 +517,24 @@ impl StagingRing {
         Ok(&pinned.as_slice()?[..bytes])
     }
 
-    /// The next slot, free (its last DMA complete) and holding at least `bytes`.
+    /// The next slot, free (its last DMA complete) and holding at least `bytes`. The
+    /// ring moves on to the slot after it only once a transfer is queued in it
+    /// ([`StagingRing::queued`]): a call that fails (or a `fill` that fails or
+    /// panics) in between leaves the same slot for the next transfer.
     fn take_slot(&mut self, bytes: usize, ctx: &Context) -> Result<usize> {
         let k = self.next;
         let slot = &mut self.slots[k];
+        let cap = slot.pinned.as_ref().map_or(0, |p| p.len());
+        let grow = if bytes > cap {
+            let preferred = grow_capacity(cap, bytes)?;
+            let least = least_capacity(bytes, preferred);
+            // Refused by the pinned-memory limit before anything else: no wait for
+            // the slot, no counter, no driver call.
+            crate::budget::check(SLOT_GROW_OP, least)?;
+            Some((least, preferred))
+        } else {
+            None
+        };
         if slot.in_flight {
             let done = match &slot.event {
                 Some(e) => e.query()?,
@@ -469,12 +548,14 @@ impl StagingRing {
             }
             slot.in_flight = false;
         }
-        let cap = slot.pinned.as_ref().map_or(0, |p| p.len());
-        if bytes > cap {
-            // The new buffer is pinned before the old one is released.
-            slot.pinned = Some(PinnedBuffer::<u8>::alloc_in(
+        if let Some((least, preferred)) = grow {
+            // The new buffer is pinned before the old one is released, so a refusal
+            // or a failed pin leaves the old one in place.
+            slot.pinned = Some(BudgetedPinned::alloc_in(
+                SLOT_GROW_OP,
                 ctx,
-                grow_capacity(cap, bytes)?,
+                least,
+                preferred,
             )?);
             self.stats.allocations += 1;
         }
@@ -486,13 +567,17 @@ impl StagingRing {
         {
             slot.event = Some(Event::new(ctx)?);
         }
+        // Bumped before the slot's bytes can change: a ticket of its last download
+        // is stale from here on.
         slot.generation += 1;
-        self.next = (k + 1) % self.slots.len();
         Ok(k)
     }
 
-    /// Slot `k`'s DMA was queued on `stream`: record its event.
+    /// Slot `k`'s DMA was queued on `stream`: record its event, and move on to the
+    /// next slot.
     fn queued(&mut self, k: usize, stream: &Stream) -> Result<()> {
+        // The DMA is queued: whatever happens below, the slot's turn is used.
+        self.next = (k + 1) % self.slots.len();
         let slot = &mut self.slots[k];
         match slot.event.as_mut() {
             Some(e) => e.record(stream)?,
@@ -502,6 +587,9 @@ impl StagingRing {
         Ok(())
     }
 }
+
+/// What a refused grow of a ring slot names.
+const SLOT_GROW_OP: &str = "StagingRing slot grow";
 
 fn missing() -> Error {
     crate::capacity::internal("ring slot not prepared")

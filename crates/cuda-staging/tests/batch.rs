@@ -854,3 +854,193 @@ fn batch_counters_add_the_parts_bytes_not_the_gaps_between_them() {
     let rs = ring.stats();
     assert_eq!(rs.bytes_downloaded, parts, "{rs:?}");
 }
+
+// ---------------------------------------------------------------------------------
+// views at offsets
+// ---------------------------------------------------------------------------------
+
+/// Elements of one frame of the `[4, FRAME]` tensors below.
+const FRAME: usize = 1000;
+
+/// The parts of [`views_download`]'s batch: two frames of one tensor (the second a
+/// prefix of its view), a view at an odd byte offset of another buffer, and the
+/// whole tensor beside its own views.
+struct ViewParts {
+    f1: Part<f32>,
+    f3: Part<f32>,
+    odd: Part<u8>,
+    whole: Part<f32>,
+}
+
+fn check_view_parts(what: &str, landed: &Landed<'_>, p: &ViewParts, seeds: (u64, u64)) {
+    let (s_t, s_b) = seeds;
+    check_at(
+        &format_args!("{what}: frame 1"),
+        landed.get(p.f1).unwrap(),
+        FRAME,
+        s_t,
+    );
+    check_at(
+        &format_args!("{what}: frame 3 prefix"),
+        landed.get(p.f3).unwrap(),
+        3 * FRAME,
+        s_t,
+    );
+    check_at(
+        &format_args!("{what}: odd offset"),
+        landed.get(p.odd).unwrap(),
+        4097,
+        s_b,
+    );
+    check(
+        &format_args!("{what}: whole tensor"),
+        landed.get(p.whole).unwrap(),
+        s_t,
+    );
+}
+
+fn views_download(batch_api: bool) {
+    let (_ctx, stream) = gpu();
+    let mut staging = staged_buffer();
+    staging.set_batch_api(batch_api);
+    let mut ring = StagingRing::new();
+    let (s_t, s_b) = (seed(), seed());
+    let tensor = device_with::<f32>(4 * FRAME, s_t);
+    let bytes = device_with::<u8>(10_000, s_b);
+    let f1 = tensor.slice(FRAME..2 * FRAME).unwrap();
+    let f3 = tensor.slice(3 * FRAME..).unwrap();
+    let odd = bytes.slice(4097..).unwrap();
+
+    let mut batch = DownloadBatch::new();
+    let parts = ViewParts {
+        f1: batch.add(&f1, FRAME).unwrap(),
+        f3: batch.add(&f3, 500).unwrap(),
+        odd: batch.add(&odd, 3333).unwrap(),
+        whole: batch.add(&tensor, 4 * FRAME).unwrap(),
+    };
+    // A part past its view (though inside its buffer) is refused and adds nothing.
+    let e = batch.add(&f1, FRAME + 1).unwrap_err();
+    assert_eq!(
+        e,
+        Error::ExceedsDeviceBuffer {
+            op: "DownloadBatch::add",
+            n: FRAME + 1,
+            len: FRAME
+        }
+    );
+    assert_eq!(batch.len(), 4);
+    assert_eq!(
+        batch.region_bytes(),
+        region_bytes(&[FRAME * 4, 500 * 4, 3333, 4 * FRAME * 4])
+    );
+
+    for round in 0..2 {
+        let what = format!("batch api {batch_api}, round {round}");
+        let landed = staging.download_batch(&batch, &stream).unwrap();
+        check_view_parts(&what, &landed, &parts, (s_t, s_b));
+        let bt = ring.download_batch(&batch, &stream).unwrap();
+        let landed = ring.wait_batch(&bt).unwrap();
+        check_view_parts(&format!("ring, {what}"), &landed, &parts, (s_t, s_b));
+    }
+    let sum = (FRAME * 4 + 500 * 4 + 3333 + 4 * FRAME * 4) as u64;
+    let st = staging.stats();
+    assert_eq!(
+        (st.batched_transfers, st.bytes_downloaded),
+        (2, 2 * sum),
+        "{st:?}"
+    );
+    assert_eq!(ring.stats().bytes_downloaded, 2 * sum);
+    // Read, never written.
+    check(
+        "tensor after batch downloads",
+        &device_contents(&tensor),
+        s_t,
+    );
+    check("bytes after batch downloads", &device_contents(&bytes), s_b);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn views_at_offsets_download_as_one_batch() {
+    views_download(true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn views_at_offsets_download_as_one_copy_per_part_without_the_batch_api() {
+    views_download(false);
+}
+
+fn views_upload(batch_api: bool) {
+    let (_ctx, stream) = gpu();
+    let mut staging = staged_buffer();
+    staging.set_batch_api(batch_api);
+    let (s_a, s_b) = (seed(), seed());
+    let mut tensor = device_with::<f32>(4 * FRAME, s_a);
+    let mut bytes = device_with::<u8>(10_000, s_b);
+
+    {
+        // A part longer than its view (though not than its buffer) is refused.
+        let long = pattern::<f32>(11, seed());
+        let mut v = tensor.slice_mut(4 * FRAME - 10..).unwrap();
+        let mut batch = UploadBatch::new();
+        let e = batch.add(&mut v, &long).unwrap_err();
+        assert_eq!(
+            e,
+            Error::ExceedsDeviceBuffer {
+                op: "UploadBatch::add",
+                n: 11,
+                len: 10
+            }
+        );
+        assert!(batch.is_empty());
+    }
+
+    for round in 0..3 {
+        let (s1, s2) = (seed(), seed());
+        // Frame 2 of the tensor (all but its last 7 elements), and 3333 bytes at an
+        // odd offset of the other buffer.
+        let src1 = pattern::<f32>(FRAME - 7, s1);
+        let src2 = pattern::<u8>(3333, s2);
+        {
+            let mut frame2 = tensor.slice_mut(2 * FRAME..3 * FRAME).unwrap();
+            let mut odd = bytes.slice_mut(4097..).unwrap();
+            let mut batch = UploadBatch::new();
+            batch.add(&mut frame2, &src1).unwrap();
+            batch.add(&mut odd, &src2).unwrap();
+            assert_eq!(batch.len(), 2);
+            staging.upload_batch(&mut batch, &stream).unwrap();
+        }
+        check_regions(
+            &format_args!("tensor, batch api {batch_api}, round {round}"),
+            &device_contents(&tensor),
+            s_a,
+            &[(2 * FRAME, FRAME - 7, s1)],
+        );
+        check_regions(
+            &format_args!("bytes, batch api {batch_api}, round {round}"),
+            &device_contents(&bytes),
+            s_b,
+            &[(4097, 3333, s2)],
+        );
+    }
+    let st = staging.stats();
+    let sum = ((FRAME - 7) * 4 + 3333) as u64;
+    assert_eq!(
+        (st.batched_transfers, st.bytes_uploaded, st.allocations),
+        (3, 3 * sum, 1),
+        "{st:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn views_at_offsets_upload_as_one_batch() {
+    views_upload(true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn views_at_offsets_upload_as_one_copy_per_part_without_the_batch_api() {
+    views_upload(false);
+}

@@ -7,6 +7,9 @@
 //!   overwrites the pinned bytes it shows.
 //! - `upload_with_slice_escapes_fill.rs`: the pinned slice `upload_with` hands to
 //!   `fill` cannot leave `fill`, so nothing writes it after the copy was queued.
+//! - `upload_into_a_shared_view.rs`: a read-only `DeviceView` (`buf.slice(..)`) is
+//!   not `DeviceSliceMut`, so it cannot be an upload's destination; only `&mut buf`
+//!   or `buf.slice_mut(..)` can, which nothing else may use while the copy is queued.
 //! - `shared_across_threads_while_transferring.rs`: a `StagingBuffer` moves between
 //!   threads (`Send`), but its transfers take `&mut self`, so no other thread can
 //!   hold it, even only to read its stats, while one transfers.

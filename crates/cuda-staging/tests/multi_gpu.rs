@@ -7,7 +7,8 @@
 //! - a `StagingRing` pair per GPU, each GPU driven by its own thread;
 //! - two threads, one per GPU, sharing the process-wide copy pool with large copy-in
 //!   transfers both ways;
-//! - a device buffer of one GPU with a stream of the other is a clear error.
+//! - a device buffer of one GPU, or a view of one, with a stream of the other is a
+//!   clear error.
 //!
 //! They need at least two GPUs, so they are ignored by default and run by
 //! `cargo xtask test-gpu --multi-gpu` (or `bash DIR/run.sh --multi-gpu` in a bundle);
@@ -18,8 +19,8 @@ mod common;
 
 use common::*;
 use cuda_staging::{
-    pool_threads, pool_threads_started, Context, DeviceBuffer, StagingBuffer, StagingRing,
-    StagingStats, Stream,
+    pool_threads, pool_threads_started, Context, DeviceBuffer, DownloadBatch, StagingBuffer,
+    StagingRing, StagingStats, Stream, UploadBatch,
 };
 
 /// How many GPUs there are; fails the test (never skips it) with fewer than two.
@@ -104,6 +105,91 @@ fn a_device_buffer_from_another_gpu_is_a_clear_error() {
     );
     assert_eq!(staging.stats(), Default::default());
     assert_eq!(staging.capacity(), 0);
+    drop(ctx1);
+}
+
+/// A view of a device buffer of one GPU, with a stream of the other: every
+/// entry point refuses it before any driver call, as it refuses the whole buffer,
+/// and nothing changes (no pinned memory, no counter, no slot, the device memory).
+#[test]
+#[ignore = "needs two or more CUDA GPUs: run with cargo xtask test-gpu --multi-gpu"]
+fn a_view_from_another_gpu_is_a_clear_error() {
+    gpu_count();
+    let ctx1 = Context::new(1).expect("device 1");
+    let sentinel = seed();
+    let mut foreign = device_with::<u32>(1024, sentinel);
+    assert!(foreign.context().same_as(&ctx1));
+    let ctx0 = Context::new(0).expect("device 0");
+    let stream0 = Stream::new(&ctx0).expect("stream on device 0");
+    let mut staging = staged_buffer();
+    let mut ring = StagingRing::new();
+    let is_mismatch =
+        |e: &cuda_staging::Error| matches!(e, cuda_staging::Error::ContextMismatch { .. });
+
+    let mut view = foreign.slice_mut(256..512).expect("slice_mut");
+    let mut ran = false;
+    let e = staging
+        .upload_with(&mut view, 16, &stream0, |_: &mut [u32]| ran = true)
+        .unwrap_err();
+    assert!(is_mismatch(&e), "{e}");
+    assert!(e.to_string().contains("different CUDA context"), "{e}");
+    let e = staging
+        .try_upload_with(&mut view, 16, &stream0, |_: &mut [u32]| {
+            ran = true;
+            Ok::<(), ()>(())
+        })
+        .unwrap_err();
+    assert!(
+        matches!(&e, cuda_staging::FillError::Cuda(inner) if is_mismatch(inner)),
+        "{e:?}"
+    );
+    let e = staging
+        .upload(&mut view, &[7u32; 16], &stream0)
+        .unwrap_err();
+    assert!(is_mismatch(&e), "{e}");
+    let e = ring
+        .upload_with(&mut view, 16, &stream0, |_: &mut [u32]| ran = true)
+        .unwrap_err();
+    assert!(is_mismatch(&e), "{e}");
+    let e = ring.upload(&mut view, &[7u32; 16], &stream0).unwrap_err();
+    assert!(is_mismatch(&e), "{e}");
+    assert!(!ran, "no fill runs for a refused view");
+
+    let shared = foreign.slice(256..512).expect("slice");
+    let e = staging.download_into(&shared, 16, &stream0).unwrap_err();
+    assert!(is_mismatch(&e), "{e}");
+    let mut host = [0u32; 16];
+    let e = staging.download(&mut host, &shared, &stream0).unwrap_err();
+    assert!(is_mismatch(&e), "{e}");
+    assert_eq!(host, [0; 16]);
+    let e = ring.download(&shared, 16, &stream0).unwrap_err();
+    assert!(is_mismatch(&e), "{e}");
+    let mut batch = DownloadBatch::new();
+    batch.add(&shared, 16).expect("adding checks lengths only");
+    let e = staging.download_batch(&batch, &stream0).unwrap_err();
+    assert!(is_mismatch(&e), "{e}");
+    let e = ring.download_batch(&batch, &stream0).unwrap_err();
+    assert!(is_mismatch(&e), "{e}");
+    drop(batch);
+    let src = [9u32; 16];
+    let mut view = foreign.slice_mut(256..512).expect("slice_mut");
+    let mut batch = UploadBatch::new();
+    batch
+        .add(&mut view, &src)
+        .expect("adding checks lengths only");
+    let e = staging.upload_batch(&mut batch, &stream0).unwrap_err();
+    assert!(is_mismatch(&e), "{e}");
+    drop(batch);
+
+    assert_eq!(staging.stats(), Default::default());
+    assert_eq!(staging.capacity(), 0);
+    assert_eq!(ring.stats(), Default::default());
+    assert_eq!(ring.capacity(), 0);
+    check(
+        "the foreign buffer after refused calls",
+        &device_contents(&foreign),
+        sentinel,
+    );
     drop(ctx1);
 }
 

@@ -1,6 +1,7 @@
 //! GPU test: once warmed up, a frame loop through a `StagingRing` (an upload through
 //! `upload_with`, a device step, a download redeemed a frame later, and one batch
-//! download redeemed at once) makes no heap allocation, starts no thread and pins
+//! download redeemed at once), every transfer through a view of one of two frame
+//! slots of its device buffer, makes no heap allocation, starts no thread and pins
 //! nothing more.
 //!
 //! Its own test binary, with one test: the `#[global_allocator]` of `counting_alloc`
@@ -76,10 +77,16 @@ fn check_frame(what: &str, got: &[f32], k: u64) {
     }
 }
 
+/// Frame slots of `input` and `output`: frame `k` uses slot `k % SLOTS`, through
+/// views.
+const SLOTS: u64 = 2;
+
 /// Everything a frame uses, made before the measurement.
 struct Pipeline {
     stream: Stream,
+    /// `[SLOTS, N]`.
     input: DeviceBuffer<f32>,
+    /// `[SLOTS, N]`.
     output: DeviceBuffer<f32>,
     scores: DeviceBuffer<u32>,
     /// Four slots: three transfers a frame, and each download is redeemed in the
@@ -98,19 +105,31 @@ impl Pipeline {
             ring,
             previous,
         } = self;
-        ring.upload_with(input, N, stream, |px| {
-            for (i, v) in px.iter_mut().enumerate() {
-                *v = value(i, k);
-            }
-        })
+        let slot = (k % SLOTS) as usize * N..(k % SLOTS + 1) as usize * N;
+        ring.upload_with(
+            &mut input.slice_mut(slot.clone()).expect("input slot"),
+            N,
+            stream,
+            |px| {
+                for (i, v) in px.iter_mut().enumerate() {
+                    *v = value(i, k);
+                }
+            },
+        )
         .expect("upload_with");
-        // The device step: the "model" copies its input to its output and writes
-        // its scores.
-        stream.memcpy_dtod(&*input, output).expect("memcpy_dtod");
+        // The device step: the "model" copies its input slot to its output slot and
+        // writes its scores.
+        stream
+            .memcpy_dtod(
+                &input.slice(slot.clone()).expect("input slot"),
+                &mut output.slice_mut(slot.clone()).expect("output slot"),
+            )
+            .expect("memcpy_dtod");
         stream
             .memset_u32(scores, score_bits(k))
             .expect("memset_u32");
-        let ticket = ring.download(&*output, N, stream).expect("download");
+        let out_slot = output.slice(slot).expect("output slot");
+        let ticket = ring.download(&out_slot, N, stream).expect("download");
 
         // Post-process the previous frame (its download was three transfers ago).
         if let Some((j, t)) = previous.replace((k, ticket)) {
@@ -119,7 +138,7 @@ impl Pipeline {
 
         // Both outputs as one batch, redeemed at once.
         let mut batch = DownloadBatch::new();
-        let p_out = batch.add(&*output, N).expect("add output");
+        let p_out = batch.add(&out_slot, N).expect("add output");
         let p_scores = batch.add(&*scores, N_SCORES).expect("add scores");
         let bt = ring.download_batch(&batch, stream).expect("download_batch");
         let landed = ring.wait_batch(&bt).expect("wait_batch");
@@ -138,8 +157,8 @@ fn a_warm_ring_frame_loop_allocates_nothing_and_starts_no_thread() {
     let (_ctx, stream) = gpu();
     let mut p = Pipeline {
         stream,
-        input: DeviceBuffer::alloc(N).expect("alloc input"),
-        output: DeviceBuffer::alloc(N).expect("alloc output"),
+        input: DeviceBuffer::alloc(SLOTS as usize * N).expect("alloc input"),
+        output: DeviceBuffer::alloc(SLOTS as usize * N).expect("alloc output"),
         scores: DeviceBuffer::alloc(N_SCORES).expect("alloc scores"),
         ring: StagingRing::with_slots(4).expect("four slots"),
         previous: None,

@@ -1,7 +1,8 @@
 //! GPU test: once warmed up, a steady loop of transfers through every
-//! `StagingBuffer` method makes no heap allocation, starts no thread and pins
-//! nothing more: with one buffer, and with eight buffers in eight threads sharing
-//! the process-wide copy pool.
+//! `StagingBuffer` method, into and out of whole device buffers and views at an
+//! offset, makes no heap allocation, starts no thread and pins nothing more: with
+//! one buffer, and with eight buffers in eight threads sharing the process-wide copy
+//! pool.
 //!
 //! Its own test binary, and the only test in it (the two scenarios run one after
 //! the other inside it): the `#[global_allocator]` of `counting_alloc` counts every
@@ -70,14 +71,25 @@ const U8_BYTES: [usize; 3] = [64 << 10, 4 << 10, (17 << 20) + 3];
 const CASES: usize = F32_BYTES.len() + U8_BYTES.len();
 
 /// The transfers of one pass over one case, in order.
-const CALLS: [&str; 6] = [
+const CALLS: [&str; 10] = [
     "upload (Vec)",
     "upload_with",
     "download_into",
     "download (Vec)",
     "upload (PinnedBuffer slice)",
     "download (PinnedBuffer slice)",
+    "upload_with (view)",
+    "download (Vec, from a view)",
+    "upload (Vec, into a view)",
+    "download_into (view)",
 ];
+
+/// Uploads, and downloads, each pass makes per case: every call above moves the
+/// case's bytes one way.
+const TRANSFERS_EACH_WAY: usize = 5;
+
+/// The views of the last four calls start at this element of `dev_c`.
+const VIEW_OFFSET: usize = 3;
 
 /// Everything one size needs, made before the measurement.
 struct Case<T: Pattern> {
@@ -92,8 +104,17 @@ struct Case<T: Pattern> {
     got_into: Vec<T>,
     pinned_up: PinnedBuffer<T>,
     pinned_down: PinnedBuffer<T>,
-    /// Seeds of the last pass: [upload_with, upload (Vec), upload (pinned)].
-    seeds: [u64; 3],
+    /// `n + VIEW_OFFSET` elements, transferred through views of `VIEW_OFFSET..`.
+    dev_c: DeviceBuffer<T>,
+    /// The pattern `dev_c` starts with (outside the view, it keeps it).
+    seed_c: u64,
+    /// Destination of the download from a view.
+    got_view: Vec<T>,
+    /// A copy of what `download_into` from a view returned.
+    got_into_view: Vec<T>,
+    /// Seeds of the last pass: [upload_with, upload (Vec), upload (pinned),
+    /// upload_with (view), upload (view)].
+    seeds: [u64; 5],
 }
 
 impl<T: Pattern> Case<T> {
@@ -106,8 +127,13 @@ impl<T: Pattern> Case<T> {
         fill_pattern(&mut pinned_down, seed());
         // Every buffer starts with a pattern of its own (never zeros), so a transfer
         // that moved nothing cannot match.
+        let seed_c = seed();
         Case {
             label: format!("{} x {n} ({bytes} B)", std::any::type_name::<T>()),
+            dev_c: device_with(n + VIEW_OFFSET, seed_c),
+            seed_c,
+            got_view: pattern(n, seed()),
+            got_into_view: pattern(n, seed()),
             dev_a: device_with(n, seed()),
             dev_b: device_with(n, seed()),
             host: pattern(n, seed()),
@@ -115,7 +141,7 @@ impl<T: Pattern> Case<T> {
             got_into: pattern(n, seed()),
             pinned_up,
             pinned_down,
-            seeds: [0; 3],
+            seeds: [0; 5],
         }
     }
 
@@ -150,8 +176,8 @@ fn pass<T: Pattern>(
     allocs: &mut [u64; CALLS.len()],
 ) -> Option<&'static str> {
     let n = c.n();
-    let (s1, s2, s3) = (seed(), seed(), seed());
-    c.seeds = [s1, s2, s3];
+    let (s1, s2, s3, s4, s5) = (seed(), seed(), seed(), seed(), seed());
+    c.seeds = [s1, s2, s3, s4, s5];
     let mut failed = None;
 
     // dev_b <- s2 from a Vec.
@@ -196,6 +222,43 @@ fn pass<T: Pattern>(
     if !same_bytes(&c.pinned_down, &c.pinned_up) {
         failed.get_or_insert("download (PinnedBuffer) after upload (PinnedBuffer)");
     }
+
+    // The same through views at an offset of dev_c: making a view allocates
+    // nothing, and neither does a transfer through one.
+    let range = VIEW_OFFSET..VIEW_OFFSET + n;
+    // dev_c[range] <- s4, written straight into pinned memory.
+    counted(&mut allocs[6], || {
+        let mut view = c.dev_c.slice_mut(range.clone()).expect("slice_mut");
+        staging.upload_with(&mut view, n, stream, |d: &mut [T]| fill_pattern(d, s4))
+    })
+    .expect("upload_with into a view");
+    // dev_c[range] -> Vec: must be s4.
+    counted(&mut allocs[7], || {
+        let view = c.dev_c.slice(range.clone()).expect("slice");
+        staging.download(&mut c.got_view, &view, stream)
+    })
+    .expect("download from a view");
+    if !is_pattern(&c.got_view, s4) {
+        failed.get_or_insert("download (view) after upload_with (view)");
+    }
+    // dev_c[range] <- s5 from a Vec.
+    fill_pattern(&mut c.host, s5);
+    counted(&mut allocs[8], || {
+        let mut view = c.dev_c.slice_mut(range.clone()).expect("slice_mut");
+        staging.upload(&mut view, &c.host, stream)
+    })
+    .expect("upload into a view");
+    // dev_c[range] -> pinned: must be s5.
+    counted(&mut allocs[9], || {
+        let view = c.dev_c.slice(range.clone()).expect("slice");
+        let got = staging
+            .download_into(&view, n, stream)
+            .expect("download_into from a view");
+        c.got_into_view.copy_from_slice(got);
+    });
+    if !same_bytes(&c.got_into_view, &c.host) {
+        failed.get_or_insert("download_into (view) after upload (view)");
+    }
     failed
 }
 
@@ -226,8 +289,16 @@ fn pass_all(
 /// its pattern, and both device buffers read back through the driver's own
 /// synchronous path (independent of the code under test).
 fn check_last_pass<T: Pattern>(c: &Case<T>) {
-    let [s1, s2, s3] = c.seeds;
+    let [s1, s2, s3, s4, s5] = c.seeds;
     let l = &c.label;
+    check(&format!("{l}: download (view)"), &c.got_view, s4);
+    check(&format!("{l}: download_into (view)"), &c.got_into_view, s5);
+    check_regions(
+        &format!("{l}: dev_c (upload into a view)"),
+        &device_contents(&c.dev_c),
+        c.seed_c,
+        &[(VIEW_OFFSET, c.n(), s5)],
+    );
     check(&format!("{l}: download_into"), &c.got_into, s2);
     check(&format!("{l}: download (Vec)"), &c.got, s1);
     check(&format!("{l}: download (PinnedBuffer)"), &c.pinned_down, s3);
@@ -325,7 +396,7 @@ fn check_steady_stats(who: &str, warm: StagingStats, now: StagingStats, passes: 
         "{who}: every steady-state transfer is counted once"
     );
     let bytes: usize = F32_BYTES.iter().chain(&U8_BYTES).sum();
-    let moved = (passes * bytes * 3) as u64;
+    let moved = (passes * bytes * TRANSFERS_EACH_WAY) as u64;
     assert_eq!(now.bytes_uploaded - warm.bytes_uploaded, moved, "{who}");
     assert_eq!(now.bytes_downloaded - warm.bytes_downloaded, moved, "{who}");
 }

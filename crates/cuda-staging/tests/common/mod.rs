@@ -172,6 +172,48 @@ pub fn check<T: Pattern>(what: &(impl Display + ?Sized), got: &[T], seed: u64) {
     check_at(what, got, 0, seed)
 }
 
+/// Checks all of `got` (a device buffer's contents) region by region: each
+/// `(start, len, seed)` must hold the pattern of its `seed` from index 0 (what a
+/// transfer through a view at `start` wrote), and every element outside them the
+/// pattern of `sentinel` at its own index (what the buffer held before).
+#[track_caller]
+pub fn check_regions<T: Pattern>(
+    what: &(impl Display + ?Sized),
+    got: &[T],
+    sentinel: u64,
+    regions: &[(usize, usize, u64)],
+) {
+    let mut sorted = regions.to_vec();
+    sorted.sort_by_key(|r| r.0);
+    let mut at = 0;
+    for (start, len, s) in sorted {
+        assert!(
+            start >= at && start + len <= got.len(),
+            "{what}: regions overlap or pass the end ({start}..{} of {})",
+            start + len,
+            got.len()
+        );
+        check_at(
+            &format_args!("{what}: untouched {at}..{start}"),
+            &got[at..start],
+            at,
+            sentinel,
+        );
+        check(
+            &format_args!("{what}: region {start}..{}", start + len),
+            &got[start..start + len],
+            s,
+        );
+        at = start + len;
+    }
+    check_at(
+        &format_args!("{what}: untouched {at}..{}", got.len()),
+        &got[at..],
+        at,
+        sentinel,
+    );
+}
+
 /// Checks that every element of `got` equals `value` (byte for byte).
 #[track_caller]
 pub fn check_all_eq<T: StagingPod + Debug>(what: &(impl Display + ?Sized), got: &[T], value: T) {

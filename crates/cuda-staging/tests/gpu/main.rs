@@ -17,7 +17,9 @@
 //! type and chunk boundary), `ordering.rs` (against queued stream work, every route),
 //! `prefixes.rs`, `page_locked.rs` (DMA straight from and into page-locked memory),
 //! `growth.rs` (reuse and growth), `bad_input.rs` (bad input, zero elements, a
-//! failed reserve, a panic in `fill`), `calibration.rs` and `threads.rs`. The
+//! failed reserve, a panic in `fill`, views), `views.rs` (transfers into and out of
+//! part of a device buffer), `try_fill.rs` (`try_upload_with`), `calibration.rs`
+//! and `threads.rs`. The
 //! helpers they share are below and in `tests/common`.
 //!
 //! The driver-error test (an invalid device pointer) lives in its own binary,
@@ -36,6 +38,8 @@ mod ordering;
 mod page_locked;
 mod prefixes;
 mod threads;
+mod try_fill;
+mod views;
 
 use std::mem::size_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -206,3 +206,120 @@ fn a_panic_inside_fill_leaves_the_ring_working() {
         assert_eq!(s.downloads, slots as u64 + 1, "{s:?}");
     }
 }
+
+/// The same rules through views: a view's length bounds its transfers, a range
+/// outside the buffer is refused when the view is made, and nothing refused takes a
+/// slot, counts or changes anything. (A view from another context than the stream:
+/// `multi_gpu.rs`, which has a second context.)
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn bad_input_through_views_is_refused_and_changes_nothing() {
+    let (_ctx, stream) = gpu();
+    // One slot: had a refused call taken it, the ticket below would go stale.
+    let mut ring = StagingRing::with_slots(1).unwrap();
+    let (len, off, view_len) = (4096, 1000, 2048);
+    let (s_dev, s_held) = (seed(), seed());
+    let mut d = device_with::<f32>(len, s_dev);
+    let held = device_with::<f32>(len, s_held);
+    let t = ring
+        .download(&held.slice(off..off + view_len).unwrap(), view_len, &stream)
+        .unwrap();
+    let before = ring.stats();
+    let capacity = ring.capacity();
+
+    let e = d.slice_mut(off..len + 1).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OutOfRange {
+                start: 1000,
+                end: 4097,
+                len: 4096,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let mut view = d.slice_mut(off..off + view_len).unwrap();
+    let mut called = false;
+    let e = ring
+        .upload_with(&mut view, view_len + 1, &stream, |_| called = true)
+        .unwrap_err();
+    assert!(!called, "fill must not run for a refused upload");
+    assert_eq!(
+        e,
+        Error::ExceedsDeviceBuffer {
+            op: "StagingRing::upload_with",
+            n: view_len + 1,
+            len: view_len
+        }
+    );
+    let e = ring
+        .try_upload_with(&mut view, view_len + 1, &stream, |_: &mut [f32]| {
+            called = true;
+            Ok::<(), ()>(())
+        })
+        .unwrap_err();
+    assert!(!called);
+    assert_eq!(
+        e,
+        cuda_staging::FillError::Cuda(Error::ExceedsDeviceBuffer {
+            op: "StagingRing::try_upload_with",
+            n: view_len + 1,
+            len: view_len
+        })
+    );
+    let e = ring
+        .upload(&mut view, &pattern::<f32>(view_len + 1, seed()), &stream)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::ExceedsDeviceBuffer { op: "StagingRing::upload", n, len: l } if n == view_len + 1 && l == view_len),
+        "{e:?}"
+    );
+    let e = ring
+        .download(
+            &d.slice(off..off + view_len).unwrap(),
+            view_len + 1,
+            &stream,
+        )
+        .unwrap_err();
+    assert_eq!(
+        e,
+        Error::ExceedsDeviceBuffer {
+            op: "StagingRing::download",
+            n: view_len + 1,
+            len: view_len
+        }
+    );
+    let e = ring
+        .download(&d.slice(off..).unwrap(), usize::MAX / 2, &stream)
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::SizeOverflow { elem_bytes: 4, .. }),
+        "{e:?}"
+    );
+
+    // An empty view: nothing moves, nothing is counted, no slot is taken.
+    let mut empty = d.slice_mut(len..).unwrap();
+    ring.upload_with(&mut empty, 0, &stream, |px: &mut [f32]| {
+        assert!(px.is_empty())
+    })
+    .unwrap();
+    let none = ring.download(&d.slice(len..).unwrap(), 0, &stream).unwrap();
+    assert_eq!(ring.wait(&none).unwrap(), &[] as &[f32]);
+
+    assert_eq!(ring.stats(), before, "refused calls count nothing");
+    assert_eq!(ring.capacity(), capacity, "refused calls pin nothing");
+    // The download was of `held[off..off + view_len]`.
+    check_at(
+        "ticket taken before the refused calls through views",
+        ring.wait(&t).expect("no refused call took the slot"),
+        off,
+        s_held,
+    );
+    check(
+        "device after refused calls through views",
+        &device_contents(&d),
+        s_dev,
+    );
+}

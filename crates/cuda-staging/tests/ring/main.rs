@@ -10,8 +10,9 @@
 //! device each one fails loudly.
 //!
 //! One test binary, a file per concern: `cpu.rs`, `integrity.rs`, `ordering.rs`,
-//! `input.rs` (prefixes, bad input, zero elements, a panic in `fill`), `tickets.rs`,
-//! `copy_in.rs`, `slot_waits.rs` and `frame_loops.rs`.
+//! `input.rs` (prefixes, bad input, zero elements, a panic in `fill`, views),
+//! `tickets.rs`, `copy_in.rs`, `slot_waits.rs`, `frame_loops.rs` and `views.rs`
+//! (transfers through views, `try_upload_with`).
 //!
 //! Conventions: every transfer moves a pattern that differs per element and per call
 //! (never zeros), and every element is compared, byte for byte. Uploads are checked by
@@ -31,6 +32,7 @@ mod integrity;
 mod ordering;
 mod slot_waits;
 mod tickets;
+mod views;
 
 use std::fmt::Debug;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -30,7 +30,9 @@
 //!
 //! The `pipeline` bench (issue 13: one inference-shaped pipeline of frames, run
 //! synchronously or through the staging ring, and batched downloads) and the
-//! `pipeline` example share [`pipeline`].
+//! `pipeline` example share [`pipeline`]. The `pitched` bench (issue 24: a padded
+//! full-HD frame through the 2-D calls against the driver's `cuMemcpy2D`) is
+//! [`pitched`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod chunks;
@@ -46,6 +48,7 @@ pub mod log_tables;
 pub mod neighbours;
 pub mod pattern;
 pub mod pipeline;
+pub mod pitched;
 pub mod records;
 pub mod run_time;
 pub mod scaling;

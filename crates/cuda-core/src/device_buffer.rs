@@ -283,7 +283,12 @@ macro_rules! device_view_common {
     ($ty:ident) => {
         impl<'a, T: Pod> $ty<'a, T> {
             /// The `len` elements at `ptr`, whose queued work `tracker` records.
-            fn new(ptr: CUdeviceptr, len: usize, ctx: &'a Context, tracker: &'a Tracker) -> Self {
+            pub(crate) fn new(
+                ptr: CUdeviceptr,
+                len: usize,
+                ctx: &'a Context,
+                tracker: &'a Tracker,
+            ) -> Self {
                 $ty {
                     ptr,
                     len,

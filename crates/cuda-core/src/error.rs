@@ -138,6 +138,42 @@ pub enum Error {
         /// Bytes the request would have pinned.
         requested: usize,
     },
+    /// A 2-D region whose pitch (the bytes from one row's start to the next's) is
+    /// shorter than one of its rows.
+    #[error("{op}: {what}: a pitch of {pitch_bytes} bytes is shorter than a row of {row_bytes} bytes ({width} elements of {elem_bytes} bytes)")]
+    PitchTooSmall {
+        /// What was attempted.
+        op: &'static str,
+        /// Which region: the host rows, the device region, ...
+        what: &'static str,
+        /// Elements per row.
+        width: usize,
+        /// Size of one element.
+        elem_bytes: usize,
+        /// Bytes per row, `width * elem_bytes`.
+        row_bytes: usize,
+        /// The pitch given.
+        pitch_bytes: usize,
+    },
+    /// A 2-D region whose rows reach past the end of the memory that holds it.
+    #[error("{op}: {what}: {height} rows of {row_bytes} bytes at a pitch of {pitch_bytes} bytes span {span_bytes} bytes, but the memory holds {len_bytes}")]
+    RegionOutOfBounds {
+        /// What was attempted.
+        op: &'static str,
+        /// Which region: the host rows, the device region, ...
+        what: &'static str,
+        /// Rows.
+        height: usize,
+        /// Bytes per row.
+        row_bytes: usize,
+        /// The pitch.
+        pitch_bytes: usize,
+        /// Bytes from the first row's start to the last row's end:
+        /// `(height - 1) * pitch_bytes + row_bytes`.
+        span_bytes: usize,
+        /// Bytes of the memory that holds the region.
+        len_bytes: usize,
+    },
     /// An operation failed where it could not report it (in `Drop`, or in a host
     /// accessor such as `Deref`), and was recorded; see
     /// [`crate::check_deferred_errors`]. Its message shows the error (a driver

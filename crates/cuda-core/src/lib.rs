@@ -1,6 +1,7 @@
 //! Safe essentials of the CUDA driver API: [`Context`], [`Stream`] and the
 //! operations queued on it, [`Event`], [`DeviceBuffer`], [`PinnedBuffer`],
-//! [`HostRegistration`], views of part of a buffer, and one [`Error`] type.
+//! [`HostRegistration`], views of part of a buffer, 2-D regions with a row pitch
+//! ([`PitchedBuffer`], [`DeviceView2d`]), and one [`Error`] type.
 //!
 //! The driver is loaded at run time (see `cuda-sys`): a machine without it builds
 //! and runs everything up to the first call that needs it, which returns
@@ -22,6 +23,35 @@
 //! stream.memcpy_dtoh(&d, &mut pinned)?;
 //! stream.memset_zeros(&mut d.slice_mut(512..)?)?;
 //! assert_eq!(&pinned[..], &host[..]); // waits for the queued copy first
+//! # Ok::<(), cuda_core::Error>(())
+//! ```
+//!
+//! # 2-D regions: rows with padding
+//!
+//! Frames often come with padding after each row: a decoder's line size is larger
+//! than `width * channels`, and device surfaces from `cuMemAllocPitch` (NVDEC, NPP,
+//! TensorRT plugins) start each row at an aligned address. [`PitchedBuffer`]
+//! allocates such a surface (or wraps one with
+//! [`PitchedBuffer::from_raw_borrowed`]); [`DeviceView2d`] / [`DeviceView2dMut`] lay
+//! rows with any pitch over a linear [`DeviceBuffer`] or view. Every one of them is a
+//! [`DeviceSlice2d`] / [`DeviceSlice2dMut`], which [`Stream::memcpy_2d_htod`],
+//! [`Stream::memcpy_2d_dtoh`] and their `_sync` forms take, with the host side's own
+//! pitch in bytes: one `cuMemcpy2DAsync` moves every row, and neither side's padding
+//! is read or written. [`Layout2d`] is the shape they check; a pitch shorter than a
+//! row, or rows reaching past the memory, is an error naming the numbers before any
+//! driver call.
+//!
+//! ```no_run
+//! use cuda_core::{Context, PinnedBuffer, PitchedBuffer, Stream};
+//!
+//! let ctx = Context::new(0)?;
+//! let stream = Stream::new(&ctx)?;
+//! // 480 rows of 641 RGB pixels on the device, at the driver's pitch...
+//! let mut surface = PitchedBuffer::<[u8; 3]>::alloc(641, 480)?;
+//! // ...from host rows of 682 pixels (2046 bytes) each.
+//! let host = PinnedBuffer::<[u8; 3]>::alloc(682 * 480)?;
+//! stream.memcpy_2d_htod(&host, 682 * 3, &mut surface)?;
+//! stream.synchronize()?;
 //! # Ok::<(), cuda_core::Error>(())
 //! ```
 //!
@@ -129,12 +159,16 @@ mod device_buffer;
 mod error;
 mod event;
 mod host_registration;
+mod layout_2d;
 mod memory;
 mod pinned;
+mod pitched_buffer;
 mod pointer;
 pub mod result;
 mod stream;
+mod stream_2d;
 mod tracking;
+mod view_2d;
 mod wait;
 
 pub use batch::MAX_BATCH;
@@ -146,12 +180,15 @@ pub use device_buffer::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use error::{DriverError, Error, Result};
 pub use event::Event;
 pub use host_registration::HostRegistration;
+pub use layout_2d::Layout2d;
 pub use memory::{
     DeviceAccess, DeviceSlice, DeviceSliceMut, HostAccess, PageLockedSlice, PageLockedSliceMut,
 };
 pub use pinned::{PinnedBuffer, PinnedView, PinnedViewMut};
+pub use pitched_buffer::PitchedBuffer;
 pub use pointer::{query_host_memory, HostMemory};
 pub use stream::Stream;
+pub use view_2d::{Device2dAccess, DeviceSlice2d, DeviceSlice2dMut, DeviceView2d, DeviceView2dMut};
 pub use wait::{WaitPolicy, DEFAULT_SPIN, POLL_SLEEP};
 
 /// Loads the CUDA driver from `library` (a file name or a path) instead of the
@@ -186,6 +223,10 @@ mod tests {
     static_assertions::assert_impl_all!(DeviceBuffer<f32>: Send, Sync);
     static_assertions::assert_impl_all!(PinnedBuffer<u8>: Send, Sync);
     static_assertions::assert_impl_all!(PinnedViewMut<'static, u8>: Send, Sync);
+    static_assertions::assert_impl_all!(PitchedBuffer<[u8; 3]>: Send, Sync);
+    static_assertions::assert_impl_all!(DeviceView2d<'static, f32>: Send, Sync, Copy);
+    static_assertions::assert_impl_all!(DeviceView2dMut<'static, f32>: Send, Sync);
+    static_assertions::assert_not_impl_any!(DeviceView2dMut<'static, f32>: Clone);
     static_assertions::assert_not_impl_any!(ContextGuard<'static>: Send);
     static_assertions::assert_impl_all!(Error: Send, Sync, std::error::Error);
 

@@ -333,6 +333,108 @@ pub unsafe fn mem_free(ptr: CUdeviceptr) -> Result<()> {
     check(unsafe { (d.cuMemFree)(ptr) })
 }
 
+/// `cuMemAllocPitch_v2` in the current context: `height` rows of `width_bytes`,
+/// accessed in units of `element_bytes` (4, 8 or 16). Returns the allocation and the
+/// pitch the driver chose (at least `width_bytes`); the allocation holds
+/// `pitch * height` bytes.
+pub fn mem_alloc_pitch(
+    width_bytes: usize,
+    height: usize,
+    element_bytes: u32,
+) -> Result<(CUdeviceptr, usize)> {
+    let d = driver()?;
+    let (mut p, mut pitch): (CUdeviceptr, usize) = (0, 0);
+    // SAFETY: `p` and `pitch` are valid out-pointers.
+    check(unsafe { (d.cuMemAllocPitch)(&mut p, &mut pitch, width_bytes, height, element_bytes) })?;
+    Ok((p, pitch))
+}
+
+/// One side of a 2-D copy.
+#[derive(Clone, Copy, Debug)]
+pub enum Side2d {
+    /// Host memory (pageable or page-locked) at this address.
+    Host(*const c_void),
+    /// Device memory at this address.
+    Device(CUdeviceptr),
+}
+
+/// The rows of a 2-D copy: `height` rows of `width_bytes` from `src` (rows
+/// `src_pitch` bytes apart) to `dst` (rows `dst_pitch` apart).
+#[derive(Clone, Copy, Debug)]
+pub struct Copy2d {
+    /// Where the rows are read.
+    pub src: Side2d,
+    /// Bytes from one source row's start to the next's.
+    pub src_pitch: usize,
+    /// Where the rows are written (a `Side2d::Host` address is written through).
+    pub dst: Side2d,
+    /// Bytes from one destination row's start to the next's.
+    pub dst_pitch: usize,
+    /// Bytes per row.
+    pub width_bytes: usize,
+    /// Rows.
+    pub height: usize,
+}
+
+impl Copy2d {
+    /// The driver's descriptor of this copy.
+    fn descriptor(&self) -> cuda_sys::CUDA_MEMCPY2D {
+        use cuda_sys::CUmemorytype;
+        let side = |s: Side2d| match s {
+            Side2d::Host(p) => (CUmemorytype::CU_MEMORYTYPE_HOST, p, 0),
+            Side2d::Device(p) => (CUmemorytype::CU_MEMORYTYPE_DEVICE, ptr::null(), p),
+        };
+        let (src_type, src_host, src_device) = side(self.src);
+        let (dst_type, dst_host, dst_device) = side(self.dst);
+        cuda_sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: src_type,
+            srcHost: src_host,
+            srcDevice: src_device,
+            srcArray: ptr::null_mut(),
+            srcPitch: self.src_pitch,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: dst_type,
+            dstHost: dst_host.cast_mut(),
+            dstDevice: dst_device,
+            dstArray: ptr::null_mut(),
+            dstPitch: self.dst_pitch,
+            WidthInBytes: self.width_bytes,
+            Height: self.height,
+        }
+    }
+}
+
+/// `cuMemcpy2D_v2` (synchronous: from pageable host memory it returns once the rows
+/// are staged for the DMA, as `cuMemcpyHtoD` does).
+///
+/// # Safety
+/// 1. For every row `r < height`, `[src + r * src_pitch, + width_bytes)` is readable
+///    and `[dst + r * dst_pitch, + width_bytes)` writable (device memory of the
+///    current context, or host memory), and the two do not overlap.
+pub unsafe fn memcpy_2d(copy: &Copy2d) -> Result<()> {
+    let d = driver()?;
+    let desc = copy.descriptor();
+    // SAFETY: the descriptor describes exactly the rows of condition 1; the driver
+    // reads it during the call only.
+    check(unsafe { (d.cuMemcpy2D)(&desc) })
+}
+
+/// `cuMemcpy2DAsync_v2`.
+///
+/// # Safety
+/// 1. As [`memcpy_2d`], and the rows stay readable (source) and untouched by anything
+///    else (destination) until the copy completes on `stream`.
+/// 2. `stream` is a live stream of the current context.
+pub unsafe fn memcpy_2d_async(copy: &Copy2d, stream: CUstream) -> Result<()> {
+    let d = driver()?;
+    let desc = copy.descriptor();
+    // SAFETY: conditions 1 and 2; the driver reads the descriptor during the call.
+    check(unsafe { (d.cuMemcpy2DAsync)(&desc, stream) })
+}
+
 /// `cuMemHostAlloc` in the current context.
 pub fn mem_host_alloc(bytes: usize, flags: c_uint) -> Result<*mut c_void> {
     let d = driver()?;

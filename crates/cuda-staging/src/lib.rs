@@ -21,6 +21,7 @@
 //! | is several outputs (or inputs) per frame | [`DownloadBatch`] / [`UploadBatch`] | one pinned region and one wait for all parts: a model's four outputs (4096, 16384, 65536 and 150528 B) took 14.9 µs batched, against 35.4 µs one call each |
 //! | is produced by code that can fail (a decoder meeting a corrupt frame) | [`StagingBuffer::try_upload_with`] / [`StagingRing::try_upload_with`] | as `upload_with`; an `Err` from your `fill` queues nothing and comes back as your own error ([`FillError::Fill`]) |
 //! | goes into, or comes from, part of a device buffer (slot `i` of a `[N, 3, H, W]` batch tensor) | any call above, given a view: `&mut buf.slice_mut(a..b)?` / `&buf.slice(a..b)?` | the same as for a whole buffer: a view is an address and a length, checked when it is made |
+//! | is a frame whose rows carry padding (a decoder's line size, a `cuMemAllocPitch` surface) | [`StagingBuffer::upload_2d`] / [`StagingBuffer::download_2d`]; [`StagingBuffer::upload_2d_with`] / [`StagingBuffer::download_2d_into`] to write or read the rows packed in pinned memory; [`StagingRing::upload_2d`] / [`StagingRing::download_2d`] in a pipeline | a host copy of the rows (skipping the host's padding) plus one `cuMemcpy2DAsync` to the device's pitch, instead of a copy per row or a repack on the CPU; see "2-D frames" below, and the "Pitched 2-D frames" table of `docs/measurements.md` |
 //!
 //! Memory you have already page-locked (a [`PinnedBuffer`], a [`HostRegistration`],
 //! another library's pinned allocation) needs no staging: `upload` / `download` see
@@ -81,6 +82,40 @@
 //!   transfers: **one core per helper, continuously** (6.1-9.8 ms of CPU per frame
 //!   at 2 ms frames, 49-53 ms at 16 ms frames), for 0.74-2.01 times the default's
 //!   speed after a gap.
+//!
+//! # 2-D frames
+//!
+//! The 2-D calls move `height` rows of `width` elements between host rows that
+//! start a pitch apart (in bytes, at least a row) and a 2-D device region: a
+//! [`PitchedBuffer`] (from `cuMemAllocPitch`, or a decoder's surface wrapped with
+//! [`PitchedBuffer::from_raw_borrowed`]), or rows over a linear buffer
+//! ([`DeviceView2dMut::new`]). The device region says how many rows of how many
+//! elements; the padding on either side is never read or written. The rows sit
+//! packed in pinned memory between (so `upload_2d_with` and `download_2d_into` hand
+//! out `width * height` elements, row `r` at `[r * width, (r + 1) * width)`), and
+//! one `cuMemcpy2DAsync` moves them all, in stream order like every other transfer.
+//! Contiguous host rows are copied as `upload` copies them (split over the copy
+//! pool); padded host rows row by row on the calling thread. A pitch shorter than a
+//! row, or host rows reaching past the end of the slice, is an error naming the
+//! numbers before any driver call. The pinned memory grows and is counted as for
+//! the 1-D calls.
+//!
+//! ```no_run
+//! use cuda_staging::{Context, PitchedBuffer, StagingBuffer, Stream};
+//!
+//! let ctx = Context::new(0)?;
+//! let stream = Stream::new(&ctx)?;
+//! let mut staging = StagingBuffer::new();
+//! // An RGB frame from a decoder: 1920 pixels per row, rows 5824 bytes apart.
+//! let (width, height, line_size) = (1920 * 3, 1080, 5824);
+//! let frame = vec![0u8; line_size * height];
+//! let mut surface = PitchedBuffer::<u8>::alloc(width, height)?;
+//! staging.upload_2d(&mut surface, &frame, line_size, &stream)?;
+//! // Back, as rows packed in pinned memory:
+//! let rows: &[u8] = staging.download_2d_into(&surface, &stream)?;
+//! assert_eq!(rows.len(), width * height);
+//! # Ok::<(), cuda_staging::Error>(())
+//! ```
 //!
 //! # Waiting for the GPU
 //!
@@ -219,6 +254,7 @@
 mod batch;
 mod budget;
 mod buffer;
+mod buffer_2d;
 mod burst;
 mod calibration;
 mod capacity;
@@ -232,8 +268,10 @@ mod job;
 mod pipeline;
 mod pool;
 mod prefetch;
+mod region_2d;
 mod ring;
 mod routing;
+mod rows;
 mod settings;
 mod stats;
 mod sync;
@@ -252,12 +290,16 @@ pub use cuda_core::{
     DeviceView, DeviceViewMut, Error, Event, HostRegistration, PinnedBuffer, Result, Stream,
     WaitPolicy, DEFAULT_SPIN, POLL_SLEEP,
 };
+pub use cuda_core::{
+    DeviceSlice2d, DeviceSlice2dMut, DeviceView2d, DeviceView2dMut, Layout2d, PitchedBuffer,
+};
 pub use fill::FillError;
 pub use pipeline::PIPELINE_WINDOW_BYTES;
 pub use pool::{
     pool_stats, pool_threads, pool_threads_started, set_copy_pool_threads, PoolStats,
     COPY_THREADS_ENV, MAX_POOL_THREADS,
 };
+pub use ring::Ticket2d;
 pub use ring::{BatchTicket, RingStats, StagingRing, Ticket, DEFAULT_RING_SLOTS, MAX_RING_SLOTS};
 pub use routing::{Direction, PerDirection, DEFAULT_STAGE_MIN_BYTES};
 pub use stats::StagingStats;

@@ -33,6 +33,10 @@ use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::fill::FillError;
 use crate::StagingPod;
 
+// The 2-D transfers, in a child module for the slots' internals.
+mod ring_2d;
+pub use ring_2d::Ticket2d;
+
 /// Slots of [`StagingRing::new`]: one in flight, one being filled, one spare.
 pub const DEFAULT_RING_SLOTS: usize = 3;
 /// The most slots a ring can have.

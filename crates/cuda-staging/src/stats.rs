@@ -10,7 +10,9 @@ pub struct StagingStats {
     /// Pinned allocations made (first use, each growth, `reserve`, `with_capacity`).
     pub allocations: u64,
     /// Transfers that went through the pinned buffer: every `upload_with` /
-    /// `download_into`, and `upload` / `download` routed to staging.
+    /// `download_into`, every 2-D transfer (`upload_2d`, `download_2d` and their
+    /// `_with` / `_into` forms, counting the rows' bytes without padding), and
+    /// `upload` / `download` routed to staging.
     pub staged_transfers: u64,
     /// `upload` / `download` transfers handed to the driver's own path: below
     /// [`crate::StagingBuffer::stage_min_bytes`] (whatever the host memory; the

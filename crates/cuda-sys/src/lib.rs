@@ -24,9 +24,9 @@ use std::sync::Arc;
 mod loader;
 
 pub use cuda_driver_sys::{
-    CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream,
-    CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_WRITECOMBINED,
-    CU_MEMHOSTREGISTER_DEVICEMAP, CU_MEMHOSTREGISTER_PORTABLE,
+    CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmemorytype, CUmodule, CUstream,
+    CUDA_MEMCPY2D, CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE,
+    CU_MEMHOSTALLOC_WRITECOMBINED, CU_MEMHOSTREGISTER_DEVICEMAP, CU_MEMHOSTREGISTER_PORTABLE,
 };
 pub use loader::{
     driver, driver_if_loaded, load_driver_from, LoadError, LoaderError, DRIVER_LIBRARY,
@@ -250,6 +250,9 @@ required {
     fn cuMemAlloc = "cuMemAlloc_v2"(dptr: *mut CUdeviceptr, bytes: usize);
     /// `cuMemFree_v2`
     fn cuMemFree = "cuMemFree_v2"(dptr: CUdeviceptr);
+    /// `cuMemAllocPitch_v2`: `height` rows of `width_bytes`, each row starting at a
+    /// multiple of the pitch the driver writes back (`element_bytes`: 4, 8 or 16).
+    fn cuMemAllocPitch = "cuMemAllocPitch_v2"(dptr: *mut CUdeviceptr, pitch: *mut usize, width_bytes: usize, height: usize, element_bytes: c_uint);
     /// `cuMemHostAlloc`
     fn cuMemHostAlloc = "cuMemHostAlloc"(pp: *mut *mut c_void, bytes: usize, flags: c_uint);
     /// `cuMemFreeHost`
@@ -272,6 +275,10 @@ required {
     fn cuMemcpyDtoHAsync = "cuMemcpyDtoHAsync_v2"(dst: *mut c_void, src: CUdeviceptr, bytes: usize, stream: CUstream);
     /// `cuMemcpyDtoDAsync_v2`
     fn cuMemcpyDtoDAsync = "cuMemcpyDtoDAsync_v2"(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, stream: CUstream);
+    /// `cuMemcpy2D_v2` (synchronous; the driver only reads `copy`)
+    fn cuMemcpy2D = "cuMemcpy2D_v2"(copy: *const CUDA_MEMCPY2D);
+    /// `cuMemcpy2DAsync_v2` (the driver only reads `copy`, during the call)
+    fn cuMemcpy2DAsync = "cuMemcpy2DAsync_v2"(copy: *const CUDA_MEMCPY2D, stream: CUstream);
     /// `cuMemsetD8_v2`
     fn cuMemsetD8 = "cuMemsetD8_v2"(dst: CUdeviceptr, value: u8, count: usize);
     /// `cuMemsetD8Async`
@@ -340,6 +347,16 @@ pub const CU_MEMCPY_SRC_ACCESS_ORDER_STREAM: c_uint = 1;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_2d_copy_descriptor_has_the_c_layout() {
+        // CUDA_MEMCPY2D on a 64-bit target: per side x, y (size_t), the memory type
+        // (an enum, padded to 8), host, device and array pointers and the pitch, then
+        // WidthInBytes and Height.
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(std::mem::size_of::<CUDA_MEMCPY2D>(), 128);
+        assert_eq!(std::mem::size_of::<CUmemorytype>(), 4);
+    }
 
     #[test]
     fn batch_copy_attributes_have_the_c_layout() {

@@ -7,7 +7,8 @@
 //! [`tables`] makes the back-to-back tables and the reading, [`targets`] the
 //! reading's check of the latency and CPU-per-frame targets, [`cells`] what every
 //! scenario table is made of, [`frame_tables`] the frame-loop tables (latency and
-//! CPU per frame), [`scaling`] the multi-GPU scaling table, [`scenario_tables`] the
+//! CPU per frame), [`scaling`] the multi-GPU scaling table, [`pitched`] the pitched
+//! 2-D frames table, [`scenario_tables`] the
 //! pipeline and batch tables and the order of all scenario sections, [`chart`] draws
 //! the SVG; this module puts the documents together. No two of them import each
 //! other.
@@ -24,6 +25,7 @@ mod chart;
 #[cfg(test)]
 mod fixtures;
 mod frame_tables;
+mod pitched;
 mod reader;
 mod record;
 mod scaling;
@@ -138,6 +140,7 @@ pub fn markdown(machine: &Machine, results: &Results) -> String {
     s.push_str(&targets::reading(&results.scenarios));
     s.push_str(&scenario_tables::sections(&results.scenarios));
     s.push_str(&scaling::not_measured(machine.gpus, &results.scenarios));
+    s.push_str(&pitched::not_measured(&results.scenarios));
     s
 }
 
@@ -317,10 +320,14 @@ mod tests {
             format!("{targets}{sections}"),
             include_str!("testdata/fake-records.md")
         );
+        // The fake records have none of the `pitched` bench: the line saying so closes
+        // the document.
+        let pitched = pitched::not_measured(&results.scenarios);
+        assert!(pitched.contains("Not measured in this run"), "{pitched}");
         assert_eq!(
             markdown(&machine(), &results),
             format!(
-                "{}{targets}{sections}",
+                "{}{targets}{sections}{pitched}",
                 include_str!("testdata/fake-tree.md")
             )
         );

@@ -1,6 +1,7 @@
 //! The tables of the scenarios beyond criterion's back-to-back loop, in markdown: the
 //! frame loop (in [`super::frame_tables`]), four pipelines, one pipeline, batched
-//! downloads and multi-GPU scaling (in [`super::scaling`]). A section appears only
+//! downloads, pitched 2-D frames (in [`super::pitched`]) and multi-GPU scaling (in
+//! [`super::scaling`]). A section appears only
 //! when its records exist; records of scenarios no table knows are left out here
 //! (measurements.json still has them).
 
@@ -38,6 +39,7 @@ pub(super) fn sections(records: &[ScenarioRecord]) -> String {
         four_pipelines(records),
         pipeline(records),
         batch(records),
+        super::pitched::pitched(records),
         super::waits::waits(records),
         super::scaling::scaling(records),
     ]

@@ -1,0 +1,213 @@
+//! [`StagingBuffer`]'s 2-D transfers: rows with a pitch on the host side, a pitched
+//! device region ([`DeviceSlice2d`]: a `PitchedBuffer`, or rows over a linear
+//! buffer) on the other, packed rows in pinned memory between, and one
+//! `cuMemcpy2DAsync` for the DMA.
+
+use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Layout2d, Result, Stream};
+
+use crate::buffer::UPLOAD_MAX_THREADS;
+use crate::elements::{cast, cast_mut, no_bytes};
+use crate::region_2d::{device_rows, host_rows, region_len};
+use crate::routing::Direction;
+use crate::{rows, StagingBuffer, StagingPod};
+
+impl StagingBuffer {
+    /// Copies the rows of `src` — rows of `dst.width()` elements, each starting
+    /// `src_pitch_bytes` after the one before (a decoder's line size) — into the rows
+    /// of `dst`, a 2-D device region with its own pitch, returning once they have
+    /// landed. Neither side's padding is read or written.
+    ///
+    /// The rows are copied (packed) into pinned memory, then one `cuMemcpy2DAsync`
+    /// spreads them to `dst`'s pitch, queued on `stream` after the work already
+    /// there. Contiguous host rows are copied as `upload` copies (split over the copy
+    /// pool); padded ones row by row on the calling thread. Counted as a staged
+    /// transfer of `width * height * size_of::<T>()` bytes.
+    ///
+    /// Errors, before any driver call and changing nothing:
+    /// [`Error::PitchTooSmall`](crate::Error::PitchTooSmall) when `src_pitch_bytes` is
+    /// shorter than a row, [`Error::RegionOutOfBounds`](crate::Error::RegionOutOfBounds)
+    /// when `src` is too short for the rows (it needs
+    /// `(height - 1) * src_pitch_bytes + row_bytes` bytes: the last row needs no
+    /// padding), overflowing byte counts, `dst` from another context than `stream`.
+    /// A region with no row or no element does nothing.
+    pub fn upload_2d<T: StagingPod>(
+        &mut self,
+        dst: &mut impl DeviceSlice2dMut<T>,
+        src: &[T],
+        src_pitch_bytes: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let op = "upload_2d";
+        let device = device_rows(op, dst, stream)?;
+        let host = host_rows::<T>(op, &device, dst.width(), src_pitch_bytes, src.len())?;
+        let bytes = device.packed_bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let copier = self
+            .copier(bytes, Direction::HostToDevice)
+            .at_most(UPLOAD_MAX_THREADS)
+            .last(true);
+        let src: &[u8] = bytemuck::cast_slice(src);
+        self.staged_upload_2d(dst, &device, stream, |pinned| {
+            rows::pack(pinned, src, &host, copier)
+        })
+    }
+
+    /// Writes the rows of `dst` straight into pinned memory with `fill`, then copies
+    /// them to `dst`'s rows at its pitch (one `cuMemcpy2DAsync`), returning once
+    /// they have landed. `dst`'s padding is not written.
+    ///
+    /// `fill` gets `width * height` elements, packed: row `r` is
+    /// `[r * width, (r + 1) * width)`. What it leaves there is sent. With no row or
+    /// no element, `fill` gets an empty slice and nothing else happens. Errors
+    /// (before any driver call, changing nothing): overflowing byte counts, `dst`
+    /// from another context than `stream`. A panic in `fill` leaves the buffer
+    /// valid: nothing was queued.
+    pub fn upload_2d_with<T: StagingPod, F: FnOnce(&mut [T])>(
+        &mut self,
+        dst: &mut impl DeviceSlice2dMut<T>,
+        stream: &Stream,
+        fill: F,
+    ) -> Result<()> {
+        let op = "upload_2d_with";
+        let device = device_rows(op, dst, stream)?;
+        let bytes = device.packed_bytes();
+        if bytes == 0 {
+            fill(no_bytes(region_len(op, dst.width(), device.height())?));
+            return Ok(());
+        }
+        self.staged_upload_2d(dst, &device, stream, |pinned| {
+            fill(cast_mut::<T>(pinned)?);
+            Ok(())
+        })
+    }
+
+    /// Copies the rows of `src`, a 2-D device region, into `dst`, whose rows start
+    /// `dst_pitch_bytes` apart, returning once they have landed. The bytes of `dst`
+    /// between its rows are not written.
+    ///
+    /// One `cuMemcpy2DAsync` packs the rows into pinned memory, queued on `stream`
+    /// after the work already there (so it sees that work's results); then they are
+    /// copied out to `dst`'s pitch. Errors as [`StagingBuffer::upload_2d`], for
+    /// `dst`.
+    pub fn download_2d<T: StagingPod>(
+        &mut self,
+        dst: &mut [T],
+        dst_pitch_bytes: usize,
+        src: &impl DeviceSlice2d<T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        let op = "download_2d";
+        let device = device_rows(op, src, stream)?;
+        let host = host_rows::<T>(op, &device, src.width(), dst_pitch_bytes, dst.len())?;
+        let bytes = device.packed_bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let copier = self.copier(bytes, Direction::DeviceToHost).last(true);
+        let landed = self.staged_download_2d(src, &device, stream)?;
+        rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier)
+    }
+
+    /// Copies the rows of `src`, a 2-D device region, into pinned memory and returns
+    /// them there, packed (`width * height` elements; row `r` is
+    /// `[r * width, (r + 1) * width)`), once they have landed.
+    ///
+    /// The slice borrows the staging buffer, so it cannot outlive the next call.
+    /// With no row or no element it returns an empty slice and does nothing. Errors
+    /// as [`StagingBuffer::upload_2d_with`].
+    pub fn download_2d_into<T: StagingPod>(
+        &mut self,
+        src: &impl DeviceSlice2d<T>,
+        stream: &Stream,
+    ) -> Result<&[T]> {
+        let op = "download_2d_into";
+        let device = device_rows(op, src, stream)?;
+        if device.packed_bytes() == 0 {
+            return Ok(no_bytes(region_len(op, src.width(), device.height())?));
+        }
+        let landed = self.staged_download_2d(src, &device, stream)?;
+        cast::<T>(landed)
+    }
+
+    /// The staged upload the 2-D uploads share: pinned memory for `device`'s packed
+    /// rows, `fill` writes them, one 2-D DMA to `dst`, the wait; counted once landed.
+    fn staged_upload_2d<T: StagingPod>(
+        &mut self,
+        dst: &mut impl DeviceSlice2dMut<T>,
+        device: &Layout2d,
+        stream: &Stream,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
+        let bytes = device.packed_bytes();
+        self.begin_transfer();
+        let r = self.queue_upload_2d(dst, device, stream, fill);
+        self.finish_transfer();
+        r?;
+        self.stats.staged_transfers += 1;
+        self.stats.bytes_uploaded += bytes as u64;
+        Ok(())
+    }
+
+    fn queue_upload_2d<T: StagingPod>(
+        &mut self,
+        dst: &mut impl DeviceSlice2dMut<T>,
+        device: &Layout2d,
+        stream: &Stream,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
+        let bytes = device.packed_bytes();
+        self.grow(bytes, usize::MAX, stream.context())?;
+        let policy = self.wait;
+        let pinned = self.capacity.buffer(bytes)?;
+        let filled = pinned
+            .as_mut_slice()
+            .and_then(|p| p.get_mut(..bytes).ok_or_else(too_small))
+            .and_then(fill);
+        filled?;
+        // How to wait is decided after the fill (which may take long) and before the
+        // DMA is queued: whether anything is queued ahead of it.
+        let wait = crate::waiting::for_transfer(policy, bytes, stream);
+        stream.memcpy_2d_htod(&*pinned, device.row_bytes(), &mut dst.as_bytes_2d_mut())?;
+        stream.synchronize_with(wait)
+    }
+
+    /// The staged download the 2-D downloads share: one 2-D DMA of `src`'s rows into
+    /// pinned memory, packed, and the wait; counted once landed. Returns the rows.
+    fn staged_download_2d<T: StagingPod>(
+        &mut self,
+        src: &impl DeviceSlice2d<T>,
+        device: &Layout2d,
+        stream: &Stream,
+    ) -> Result<&[u8]> {
+        let bytes = device.packed_bytes();
+        self.begin_transfer();
+        let r = self.queue_download_2d(src, device, stream);
+        self.finish_transfer();
+        r?;
+        // Counted only once the data is there, so an error leaves the counters alone.
+        self.stats.staged_transfers += 1;
+        self.stats.bytes_downloaded += bytes as u64;
+        let landed = self.capacity.buffer(bytes)?.as_slice()?;
+        landed.get(..bytes).ok_or_else(too_small)
+    }
+
+    fn queue_download_2d<T: StagingPod>(
+        &mut self,
+        src: &impl DeviceSlice2d<T>,
+        device: &Layout2d,
+        stream: &Stream,
+    ) -> Result<()> {
+        let bytes = device.packed_bytes();
+        self.grow(bytes, usize::MAX, stream.context())?;
+        let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
+        let pinned = self.capacity.buffer(bytes)?;
+        stream.memcpy_2d_dtoh(&src.as_bytes_2d(), pinned, device.row_bytes())?;
+        stream.synchronize_with(wait)
+    }
+}
+
+fn too_small() -> cuda_core::Error {
+    crate::capacity::internal("pinned buffer smaller than ensured")
+}

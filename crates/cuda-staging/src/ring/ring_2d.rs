@@ -1,0 +1,199 @@
+//! [`StagingRing`]'s 2-D transfers: a slot holds a frame's rows packed, one
+//! `cuMemcpy2DAsync` moves them to or from a pitched device region, and a
+//! [`Ticket2d`] redeems a download packed ([`StagingRing::wait_2d`]) or spread to
+//! the caller's pitch ([`StagingRing::wait_2d_copy`]). A child module of `ring`, for
+//! its slots.
+
+use std::marker::PhantomData;
+
+use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Layout2d, Result, Stream};
+
+use super::{missing, StagingRing, Ticket};
+use crate::copy::Copier;
+use crate::elements::{cast_mut, no_bytes};
+use crate::region_2d::{device_rows, host_rows, region_len};
+use crate::routing::Direction;
+use crate::{rows, StagingPod};
+
+/// What a 2-D download's ticket redeems: `width * height` elements of `T`, the rows
+/// of a device region, packed in one slot.
+#[derive(Debug)]
+#[must_use = "a download's data is read through its ticket"]
+pub struct Ticket2d<T> {
+    ticket: Ticket<T>,
+    width: usize,
+    height: usize,
+}
+
+impl<T> Ticket2d<T> {
+    /// Elements per row.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Rows.
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// Elements the download moves: `width * height`.
+    pub fn len(&self) -> usize {
+        self.ticket.len()
+    }
+
+    /// Whether it moves none.
+    pub fn is_empty(&self) -> bool {
+        self.ticket.is_empty()
+    }
+}
+
+impl StagingRing {
+    /// Writes the rows of `dst` straight into a slot with `fill` (`width * height`
+    /// elements, packed: row `r` is `[r * width, (r + 1) * width)`), queues one
+    /// `cuMemcpy2DAsync` of them to `dst`'s rows at its pitch on `stream`, and returns
+    /// without waiting for it (it lands in stream order). `dst`'s padding is not
+    /// written.
+    ///
+    /// Waits only if the slot it comes round to is still in flight. Errors (before
+    /// any driver call, changing nothing) as
+    /// [`StagingBuffer::upload_2d_with`](crate::StagingBuffer::upload_2d_with). With
+    /// no row or no element, `fill` gets an empty slice and nothing else happens. A
+    /// panic in `fill` leaves the ring valid (the slot was not queued).
+    pub fn upload_2d_with<T: StagingPod, F: FnOnce(&mut [T])>(
+        &mut self,
+        dst: &mut impl DeviceSlice2dMut<T>,
+        stream: &Stream,
+        fill: F,
+    ) -> Result<()> {
+        let op = "StagingRing::upload_2d_with";
+        let device = device_rows(op, dst, stream)?;
+        if device.packed_bytes() == 0 {
+            fill(no_bytes(region_len(op, dst.width(), device.height())?));
+            return Ok(());
+        }
+        self.queue_upload_2d(dst, &device, stream, |slot| {
+            fill(cast_mut::<T>(slot)?);
+            Ok(())
+        })
+    }
+
+    /// Copies the rows of `src` (rows `src_pitch_bytes` apart) into a slot, packed,
+    /// queues one `cuMemcpy2DAsync` of them to `dst`'s rows on `stream` and returns
+    /// without waiting for the DMA (`src` is free again on return). Errors as
+    /// [`StagingBuffer::upload_2d`](crate::StagingBuffer::upload_2d).
+    pub fn upload_2d<T: StagingPod>(
+        &mut self,
+        dst: &mut impl DeviceSlice2dMut<T>,
+        src: &[T],
+        src_pitch_bytes: usize,
+        stream: &Stream,
+    ) -> Result<()> {
+        let op = "StagingRing::upload_2d";
+        let device = device_rows(op, dst, stream)?;
+        let host = host_rows::<T>(op, &device, dst.width(), src_pitch_bytes, src.len())?;
+        let bytes = device.packed_bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let copier = Copier::for_transfer(self.copy_threads, bytes, Direction::HostToDevice, false)
+            .last(true);
+        let src: &[u8] = bytemuck::cast_slice(src);
+        self.queue_upload_2d(dst, &device, stream, |slot| {
+            rows::pack(slot, src, &host, copier)
+        })
+    }
+
+    /// Queues one `cuMemcpy2DAsync` of the rows of `src` (a 2-D device region) into
+    /// a slot, packed, on `stream`, and returns a ticket for them without waiting.
+    /// Redeem it with [`StagingRing::wait_2d`] (the rows in place, packed) or
+    /// [`StagingRing::wait_2d_copy`] (copied out to a pitch of your choice) before
+    /// the ring comes round to the same slot again (`slots()` transfers later).
+    /// Errors as [`StagingBuffer::download_2d_into`](crate::StagingBuffer::download_2d_into).
+    pub fn download_2d<T: StagingPod>(
+        &mut self,
+        src: &impl DeviceSlice2d<T>,
+        stream: &Stream,
+    ) -> Result<Ticket2d<T>> {
+        let op = "StagingRing::download_2d";
+        let device = device_rows(op, src, stream)?;
+        let (width, height) = (src.width(), device.height());
+        let len = region_len(op, width, height)?;
+        let bytes = device.packed_bytes();
+        let mut ticket = Ticket {
+            ring: self.id,
+            slot: usize::MAX,
+            generation: 0,
+            len,
+            _elem: PhantomData,
+        };
+        if bytes > 0 {
+            let k = self.take_slot(bytes, stream.context())?;
+            let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
+            stream.memcpy_2d_dtoh(&src.as_bytes_2d(), pinned, device.row_bytes())?;
+            self.queued(k, stream)?;
+            self.stats.downloads += 1;
+            self.stats.bytes_downloaded += bytes as u64;
+            ticket.slot = k;
+            ticket.generation = self.slots[k].generation;
+        }
+        Ok(Ticket2d {
+            ticket,
+            width,
+            height,
+        })
+    }
+
+    /// Waits for the 2-D download `ticket` stands for (that transfer alone) and
+    /// returns its rows in place, packed: `width * height` elements, row `r` at
+    /// `[r * width, (r + 1) * width)`. Errors as [`StagingRing::wait`].
+    pub fn wait_2d<T: StagingPod>(&self, ticket: &Ticket2d<T>) -> Result<&[T]> {
+        self.wait(&ticket.ticket)
+    }
+
+    /// Waits for the 2-D download `ticket` stands for and copies its rows into
+    /// `dst`, whose rows start `dst_pitch_bytes` apart; the bytes of `dst` between
+    /// its rows are not written.
+    ///
+    /// Errors, before waiting and changing nothing:
+    /// [`Error::PitchTooSmall`](crate::Error::PitchTooSmall) /
+    /// [`Error::RegionOutOfBounds`](crate::Error::RegionOutOfBounds) for `dst` as
+    /// [`StagingBuffer::download_2d`](crate::StagingBuffer::download_2d); then those
+    /// of [`StagingRing::wait`].
+    pub fn wait_2d_copy<T: StagingPod>(
+        &self,
+        ticket: &Ticket2d<T>,
+        dst: &mut [T],
+        dst_pitch_bytes: usize,
+    ) -> Result<()> {
+        let op = "StagingRing::wait_2d_copy";
+        let rows_of = Layout2d::packed::<T>(op, ticket.width, ticket.height)?;
+        let host = host_rows::<T>(op, &rows_of, ticket.width, dst_pitch_bytes, dst.len())?;
+        let landed: &[u8] = bytemuck::cast_slice(self.wait(&ticket.ticket)?);
+        rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, Copier::solo())
+    }
+
+    /// The queued upload the 2-D uploads share: a slot for `device`'s packed rows,
+    /// `fill` writes them, one 2-D DMA to `dst` queued on `stream`; counted once
+    /// queued.
+    fn queue_upload_2d<T: StagingPod>(
+        &mut self,
+        dst: &mut impl DeviceSlice2dMut<T>,
+        device: &Layout2d,
+        stream: &Stream,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
+        let bytes = device.packed_bytes();
+        let k = self.take_slot(bytes, stream.context())?;
+        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
+        let slot = pinned
+            .as_mut_slice()?
+            .get_mut(..bytes)
+            .ok_or_else(missing)?;
+        fill(slot)?;
+        stream.memcpy_2d_htod(&*pinned, device.row_bytes(), &mut dst.as_bytes_2d_mut())?;
+        self.queued(k, stream)?;
+        self.stats.uploads += 1;
+        self.stats.bytes_uploaded += bytes as u64;
+        Ok(())
+    }
+}

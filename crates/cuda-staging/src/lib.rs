@@ -275,6 +275,7 @@ mod rows;
 mod settings;
 mod stats;
 mod sync;
+mod trace;
 mod tuning;
 mod waiting;
 

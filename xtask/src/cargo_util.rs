@@ -42,6 +42,55 @@ pub struct Metadata {
     pub target_dir: PathBuf,
     /// Package id to (name, manifest folder).
     packages: HashMap<PackageId, (String, PathBuf)>,
+    /// The members' test and example targets that need features (`required-features`).
+    pub gated: Vec<GatedTarget>,
+}
+
+/// A test or example target that builds only with some features of its package on
+/// (its `required-features`), so `cargo test --workspace` leaves it out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatedTarget {
+    /// The package's name, e.g. `cuda-staging`.
+    pub package: String,
+    /// `--test` or `--example`: how `cargo build` selects it.
+    pub select: &'static str,
+    /// The target's name, e.g. `route_tracing`.
+    pub target: String,
+    /// The features it requires.
+    pub features: Vec<String>,
+}
+
+/// The `cargo build --release` argument lists that build every gated target, one per
+/// package with the features its gated targets need (test targets as test harnesses,
+/// examples as programs), in the packages' order.
+pub fn gated_builds(gated: &[GatedTarget]) -> Vec<Vec<String>> {
+    let mut packages: Vec<&str> = Vec::new();
+    for g in gated {
+        if !packages.contains(&g.package.as_str()) {
+            packages.push(&g.package);
+        }
+    }
+    packages
+        .into_iter()
+        .map(|package| {
+            let mine: Vec<&GatedTarget> = gated.iter().filter(|g| g.package == package).collect();
+            let mut features: Vec<&str> = mine
+                .iter()
+                .flat_map(|g| g.features.iter().map(String::as_str))
+                .collect();
+            features.sort_unstable();
+            features.dedup();
+            let mut args: Vec<String> = ["build", "--release", "-p", package, "--features"]
+                .map(String::from)
+                .into();
+            args.push(features.join(","));
+            for g in mine {
+                args.push(g.select.to_string());
+                args.push(g.target.clone());
+            }
+            args
+        })
+        .collect()
 }
 
 impl Metadata {
@@ -58,6 +107,24 @@ impl Metadata {
             .no_deps()
             .exec()
             .context("cargo metadata")?;
+        let mut gated = Vec::new();
+        for p in &meta.packages {
+            for t in p.targets.iter().filter(|t| !t.required_features.is_empty()) {
+                let select = if t.is_kind(TargetKind::Test) {
+                    "--test"
+                } else if t.is_kind(TargetKind::Example) {
+                    "--example"
+                } else {
+                    continue;
+                };
+                gated.push(GatedTarget {
+                    package: p.name.to_string(),
+                    select,
+                    target: t.name.clone(),
+                    features: t.required_features.clone(),
+                });
+            }
+        }
         let packages = meta
             .packages
             .into_iter()
@@ -69,6 +136,7 @@ impl Metadata {
         Ok(Metadata {
             target_dir: meta.target_directory.into_std_path_buf(),
             packages,
+            gated,
         })
     }
 }
@@ -477,6 +545,7 @@ test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
                     PathBuf::from("/w/crates/cuda-core"),
                 ),
             )]),
+            gated: Vec::new(),
         };
         let stream = [
             artifact_line(
@@ -511,6 +580,33 @@ test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         assert_eq!(a.bundle_name(), "cuda-staging-test-soak");
         assert_eq!(a.package_dir, Path::new("/w/crates/cuda-staging"));
         assert!(a.is_soak());
+    }
+
+    #[test]
+    fn gated_targets_build_per_package_with_their_features() {
+        let gated = |package: &str, select, target: &str, features: &[&str]| GatedTarget {
+            package: package.into(),
+            select,
+            target: target.into(),
+            features: features.iter().map(|f| f.to_string()).collect(),
+        };
+        let builds = gated_builds(&[
+            gated("cuda-staging", "--test", "route_tracing", &["tracing"]),
+            gated("cuda-core", "--test", "bridge", &["cudarc"]),
+            gated("cuda-staging", "--example", "tracing", &["tracing"]),
+        ]);
+        let words = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            builds,
+            [
+                words(
+                    "build --release -p cuda-staging --features tracing \
+                     --test route_tracing --example tracing"
+                ),
+                words("build --release -p cuda-core --features cudarc --test bridge"),
+            ]
+        );
+        assert!(gated_builds(&[]).is_empty());
     }
 
     #[test]

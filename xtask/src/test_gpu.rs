@@ -6,6 +6,14 @@
 //! that plain `cargo test` passes without a GPU). Doc tests are not run: they need
 //! cargo and no GPU (GPU examples are `no_run`), so CI covers them.
 //!
+//! Test and example targets that need features of their package (`required-features`,
+//! such as cuda-staging's `route_tracing` test and `tracing` example, built with its
+//! `tracing` feature) are left out of that build; they are built beside it, one
+//! `cargo build --release -p PACKAGE --features ...` per package, so that the other
+//! tests still run the default build. After the tests, both modes run the
+//! workspace's examples (each exits non-zero on a wrong result or without a GPU),
+//! one result each in the summary, unless `--no-examples` is given.
+//!
 //! Soak tests (test targets whose name contains `soak`) are left out unless `--soak`
 //! is given, which runs them after everything else; `--only soak` with `--soak` runs
 //! only them. Multi-GPU tests (targets named `*multi_gpu*`) need two or more GPUs and
@@ -35,10 +43,15 @@ pub struct Args {
     /// or more GPUs and fail with fewer).
     #[arg(long)]
     multi_gpu: bool,
-    /// Run only the test executables whose name contains PATTERN (names look like
-    /// `cuda-core-lib`, `cuda-staging-test-soak`).
+    /// Run only the test executables and examples whose name contains PATTERN (names
+    /// look like `cuda-core-lib`, `cuda-staging-test-soak`,
+    /// `cuda-staging-example-tracing`).
     #[arg(long, value_name = "PATTERN")]
     only: Option<String>,
+    /// Do not run the examples after the tests (a bundle still carries them in bin/;
+    /// run.sh runs them unless given --no-examples, or built with it).
+    #[arg(long)]
+    no_examples: bool,
     /// Build the test executables, a release xtask and DIR/run.sh into DIR, to copy to
     /// a GPU machine and run there (`bash DIR/run.sh [--sanitize] [--soak]
     /// [--multi-gpu]`). The multi-GPU tests are always bundled; they run when
@@ -58,19 +71,42 @@ pub fn run(args: &Args) -> Result<()> {
     }
 }
 
-/// The test harnesses of the workspace, soak ones last, with unique bundle names.
-fn test_executables(sh: &Shell, meta: &Metadata) -> Result<Vec<Artifact>> {
-    let built = cargo_util::build(sh, &["test", "--workspace", "--release", "--no-run"], meta)?;
-    let mut by_name = BTreeMap::new();
+/// What a run needs: the test harnesses of the workspace, soak ones last, and its
+/// examples, each with a unique bundle name.
+struct Executables {
+    tests: Vec<Artifact>,
+    examples: Vec<Artifact>,
+}
+
+/// Builds the test harnesses and examples: the workspace's default build (which
+/// `cargo test` makes of the examples too), then the targets that need features.
+fn executables(sh: &Shell, meta: &Metadata) -> Result<Executables> {
+    let mut built = cargo_util::build(sh, &["test", "--workspace", "--release", "--no-run"], meta)?;
+    for args in cargo_util::gated_builds(&meta.gated) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        built.extend(cargo_util::build(sh, &args, meta)?);
+    }
+    let mut tests = BTreeMap::new();
+    let mut examples = BTreeMap::new();
     for a in built {
         // A criterion bench built in test mode is not a libtest harness.
         if a.test && !a.is_kind(TargetKind::Bench) {
-            by_name.insert(a.bundle_name(), a);
+            tests.insert(a.bundle_name(), a);
+        } else if !a.test && a.is_kind(TargetKind::Example) {
+            examples.insert(a.bundle_name(), a);
         }
     }
-    let mut tests: Vec<Artifact> = by_name.into_values().collect();
+    let mut tests: Vec<Artifact> = tests.into_values().collect();
     tests.sort_by_key(|a| (a.is_soak(), a.bundle_name()));
-    Ok(tests)
+    Ok(Executables {
+        tests,
+        examples: examples.into_values().collect(),
+    })
+}
+
+/// Whether `--only` selects the executable `name`.
+fn selected(args: &Args, name: &str) -> bool {
+    args.only.as_ref().is_none_or(|p| name.contains(p))
 }
 
 fn local(args: &Args) -> Result<()> {
@@ -92,19 +128,21 @@ fn local(args: &Args) -> Result<()> {
 
     let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let tests = test_executables(&sh, &meta)?;
-    let matched: Vec<&Artifact> = tests
+    let built = executables(&sh, &meta)?;
+    let matched: Vec<&Artifact> = built
+        .tests
         .iter()
         .filter(|a| args.soak || !a.is_soak())
         .filter(|a| args.multi_gpu || !a.is_multi_gpu())
-        .filter(|a| {
-            args.only
-                .as_ref()
-                .is_none_or(|p| a.bundle_name().contains(p))
-        })
+        .filter(|a| selected(args, &a.bundle_name()))
         .collect();
-    if matched.is_empty() {
-        return Err("no test executable matches the selection".into());
+    let examples: Vec<&Artifact> = built
+        .examples
+        .iter()
+        .filter(|a| !args.no_examples && selected(args, &a.bundle_name()))
+        .collect();
+    if matched.is_empty() && examples.is_empty() {
+        return Err("no test executable or example matches the selection".into());
     }
     let mut lines = Vec::new();
     let mut selected = Vec::new();
@@ -137,6 +175,23 @@ fn local(args: &Args) -> Result<()> {
         failed += counts.failed;
         lines.push(line);
     }
+    for a in examples {
+        let name = a.bundle_name();
+        let _dir = sh.push_dir(&a.package_dir);
+        let cmd = match &sanitizer {
+            Some(san) => sh.cmd(san).args(SANITIZER_ARGS).arg(&a.executable),
+            None => sh.cmd(&a.executable),
+        };
+        println!("===== {name}: {cmd}");
+        let (status, _) = cargo_util::run_tee(cmd)?;
+        let ok = status.success();
+        lines.push(example_line(&name, status.code()));
+        if ok {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
     println!("\n== summary ({})", info.line());
     for l in &lines {
         println!("{l}");
@@ -146,6 +201,15 @@ fn local(args: &Args) -> Result<()> {
         return Err(format!("{failed} test(s) failed").into());
     }
     Ok(())
+}
+
+/// An example's summary line: it passes when it exits 0 (the same words as run.sh's).
+fn example_line(name: &str, code: Option<i32>) -> String {
+    match code {
+        Some(0) => format!("{name}: example passed"),
+        Some(c) => format!("{name}: example FAILED (exit status {c})"),
+        None => format!("{name}: example FAILED (killed by a signal)"),
+    }
 }
 
 /// memcheck with a full leak check. Failed API calls are not reported: several
@@ -236,7 +300,7 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
     let bin = dir.join("bin");
     let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let tests = test_executables(&sh, &meta)?;
+    let Executables { tests, examples } = executables(&sh, &meta)?;
     let mut plain = Vec::new();
     let mut soak = Vec::new();
     let mut multi = Vec::new();
@@ -255,27 +319,41 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
             plain.push(name);
         }
     }
+    let mut example_names = Vec::new();
+    for a in &examples {
+        let name = a.bundle_name();
+        cargo_util::copy_executable(&a.executable, &bin, &name)?;
+        example_names.push(name);
+    }
     cargo_util::bundle_xtask(&sh, &bin, &meta)?;
     let script = run_script(&RunScript {
         commit: cargo_util::git_commit(),
         sanitize: args.sanitize,
         soak: args.soak,
         multi_gpu: args.multi_gpu,
+        examples: !args.no_examples,
         only: args.only.clone().unwrap_or_default(),
         tests: plain,
         soak_tests: soak,
         multi_gpu_tests: multi,
+        example_names,
         needs_cargo,
         test_args: args.test_args.clone(),
     });
     cargo_util::write_script(&dir.join("run.sh"), &script)?;
     cargo_util::report_bundle(
         &dir,
-        tests.len(),
+        tests.len() + examples.len(),
         &format!(
-            "on a GPU machine: bash {}/run.sh [--sanitize] [--soak] [--multi-gpu] [--only PATTERN] [-- TEST_ARGS]\n\
+            "on a GPU machine: bash {}/run.sh [--sanitize] [--soak] [--multi-gpu] [--no-examples] [--only PATTERN] [-- TEST_ARGS]\n\
+             examples: {}\n\
              logs go to $OUT (tests.log, tests-summary.txt) when OUT is set, else to {0}/logs",
-            dir.display()
+            dir.display(),
+            examples
+                .iter()
+                .map(|a| format!("bin/{}", a.bundle_name()))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     );
     Ok(())
@@ -298,10 +376,13 @@ struct RunScript {
     sanitize: bool,
     soak: bool,
     multi_gpu: bool,
+    /// Run the examples after the tests.
+    examples: bool,
     only: String,
     tests: Vec<String>,
     soak_tests: Vec<String>,
     multi_gpu_tests: Vec<String>,
+    example_names: Vec<String>,
     needs_cargo: Vec<String>,
     test_args: Vec<String>,
 }
@@ -312,6 +393,8 @@ fn run_script(s: &RunScript) -> String {
         .replace("@SANITIZE@", if s.sanitize { "1" } else { "0" })
         .replace("@SOAK@", if s.soak { "1" } else { "0" })
         .replace("@MULTI@", if s.multi_gpu { "1" } else { "0" })
+        .replace("@EXAMPLES_ON@", if s.examples { "1" } else { "0" })
+        .replace("@EXAMPLES@", &cargo_util::sh_words(&s.example_names))
         .replace("@MULTI_TESTS@", &cargo_util::sh_words(&s.multi_gpu_tests))
         .replace("@ONLY@", &cargo_util::sh_quote(&s.only))
         .replace("@TESTS@", &cargo_util::sh_words(&s.tests))
@@ -387,10 +470,12 @@ mod tests {
             sanitize: true,
             soak: false,
             multi_gpu: false,
+            examples: true,
             only: String::new(),
             tests: vec!["cuda-core-lib".into(), "cuda-sys-lib".into()],
             soak_tests: vec!["cuda-staging-test-soak".into()],
             multi_gpu_tests: vec!["cuda-staging-test-multi_gpu".into()],
+            example_names: vec!["cuda-staging-example-tracing".into()],
             needs_cargo: vec![],
             test_args: vec!["my filter".into()],
         });
@@ -398,6 +483,9 @@ mod tests {
         assert!(s.contains("SOAK_TESTS=(cuda-staging-test-soak)\n"));
         assert!(s.contains("MULTI_TESTS=(cuda-staging-test-multi_gpu)\n"));
         assert!(s.contains("MULTI=0\n"));
+        assert!(s.contains("EXAMPLES=(cuda-staging-example-tracing)\n"));
+        assert!(s.contains("EXAMPLES_ON=1\n"));
+        assert!(s.contains("--no-examples) EXAMPLES_ON=0 ;;"));
         assert!(s.contains("SANITIZE=1\n"));
         assert!(s.contains("ONLY=''\n"));
         assert!(s.contains("ARGS=('my filter')\n"));
@@ -407,6 +495,8 @@ mod tests {
             "@SOAK@",
             "@MULTI@",
             "@MULTI_TESTS@",
+            "@EXAMPLES@",
+            "@EXAMPLES_ON@",
             "@ONLY@",
             "@TESTS@",
             "@NEEDS_CARGO@",
@@ -426,10 +516,12 @@ mod tests {
             sanitize: false,
             soak: false,
             multi_gpu: false,
+            examples: true,
             only: String::new(),
             tests: vec!["cuda-core-lib".into()],
             soak_tests: vec![],
             multi_gpu_tests: vec![],
+            example_names: vec![],
             needs_cargo: vec![],
             test_args: vec![],
         });
@@ -454,10 +546,12 @@ mod tests {
             sanitize: true,
             soak: false,
             multi_gpu: false,
+            examples: true,
             only: String::new(),
             tests: vec!["cuda-staging-test-faults".into()],
             soak_tests: vec![],
             multi_gpu_tests: vec![],
+            example_names: vec![],
             needs_cargo: vec![],
             test_args: vec![],
         });
@@ -480,10 +574,12 @@ mod tests {
             sanitize: false,
             soak: false,
             multi_gpu: true,
+            examples: true,
             only: String::new(),
             tests: vec!["cuda-staging-test-gpu".into()],
             soak_tests: vec![],
             multi_gpu_tests: vec!["cuda-staging-test-multi_gpu".into()],
+            example_names: vec![],
             needs_cargo: vec![],
             test_args: vec![],
         });
@@ -493,6 +589,6 @@ mod tests {
         // setting in its summary.
         assert!(s.contains(r#"if [ "$MULTI" = 1 ]; then RUN+=("#));
         assert!(s.contains("--multi-gpu) MULTI=1 ;;"));
-        assert!(s.contains("multi-gpu=$MULTI)"));
+        assert!(s.contains("multi-gpu=$MULTI, examples=$EXAMPLES_ON)"));
     }
 }

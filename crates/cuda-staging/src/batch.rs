@@ -41,6 +41,8 @@ use cuda_core::{
 };
 
 use crate::elements::cast;
+use crate::routing::Direction;
+use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
 
 /// The most parts one batch holds.
@@ -356,6 +358,12 @@ impl crate::StagingBuffer {
                 batch: batch.id(),
             });
         }
+        // The parts' bytes, without the gaps between them in the region.
+        let moved: usize = batch.layout.lens.iter().sum();
+        let mut span = TransferSpan::start(op, Direction::DeviceToHost, moved);
+        span.route(SpanRoute::Batched);
+        span.parts(batch.len());
+        span.no_copy();
         self.begin_transfer();
         self.grow(total, usize::MAX, stream.context())?;
         let use_batch_api = self.batch_api() && stream.has_batch_copies();
@@ -376,8 +384,9 @@ impl crate::StagingBuffer {
         self.finish_transfer();
         r?;
         self.stats.batched_transfers += 1;
-        self.stats.bytes_downloaded += batch.layout.lens.iter().sum::<usize>() as u64;
+        self.stats.bytes_downloaded += moved as u64;
         let bytes = &self.capacity.buffer(total)?.as_slice()?[..total];
+        span.succeeded();
         Ok(Landed {
             bytes,
             batch: batch.id(),
@@ -405,10 +414,16 @@ impl crate::StagingBuffer {
         if total == 0 {
             return Ok(());
         }
+        // The parts' bytes, without the gaps between them in the region.
+        let copied: usize = batch.layout.lens.iter().sum();
+        let mut span = TransferSpan::start(op, Direction::HostToDevice, copied);
+        span.route(SpanRoute::Batched);
+        span.parts(batch.len());
         self.begin_transfer();
         self.grow(total, usize::MAX, stream.context())?;
         let use_batch_api = self.batch_api() && stream.has_batch_copies();
         let copier = self.copier(total, crate::Direction::HostToDevice);
+        span.copied_parts(copier, &batch.layout.lens);
         let pinned = self.capacity.buffer(total)?;
         {
             let region = pinned.as_mut_slice()?;
@@ -433,12 +448,12 @@ impl crate::StagingBuffer {
                     stream.memcpy_htod(&pinned.slice(off..off + len)?, dst)
                 })
         };
-        let copied: usize = batch.layout.lens.iter().sum();
         let r = queued.and_then(|()| stream.synchronize_with(wait));
         self.finish_transfer();
         r?;
         self.stats.batched_transfers += 1;
         self.stats.bytes_uploaded += copied as u64;
+        span.succeeded();
         Ok(())
     }
 }

@@ -17,6 +17,7 @@ use crate::fill::FillError;
 use crate::pipeline::{Plan, Stage, MAX_SLOTS, PIPELINE_WINDOW_BYTES};
 use crate::routing::{Direction, Route, Routing};
 use crate::stats::StagingStats;
+use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
 
 /// The most copy threads one transfer uses (see [`StagingBuffer::set_copy_threads`]).
@@ -261,6 +262,9 @@ impl StagingBuffer {
         if bytes == 0 {
             return fill(no_bytes(n)).map_err(FillError::Fill);
         }
+        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
+        span.route(SpanRoute::Staged);
+        span.no_copy();
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
@@ -278,6 +282,7 @@ impl StagingBuffer {
         r?;
         self.stats.staged_transfers += 1;
         self.stats.bytes_uploaded += bytes as u64;
+        span.succeeded();
         Ok(())
     }
 
@@ -297,6 +302,9 @@ impl StagingBuffer {
         if bytes == 0 {
             return Ok(no_bytes(n));
         }
+        let mut span = TransferSpan::start("download_into", Direction::DeviceToHost, bytes);
+        span.route(SpanRoute::Staged);
+        span.no_copy();
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
@@ -310,7 +318,9 @@ impl StagingBuffer {
         self.stats.staged_transfers += 1;
         self.stats.bytes_downloaded += bytes as u64;
         let landed = self.capacity.buffer(bytes)?.as_slice()?;
-        cast::<T>(&landed[..bytes])
+        let r = cast::<T>(&landed[..bytes]);
+        span.outcome(&r);
+        r
     }
 
     /// Copies all of `src` into `dst[..src.len()]`, returning once it has landed.
@@ -368,9 +378,14 @@ impl StagingBuffer {
 
     /// The path `upload` and `download` share: route, move, count.
     pub(crate) fn transfer(&mut self, leg: Leg<'_>, stream: &Stream) -> Result<()> {
-        self.begin_transfer();
         let direction = leg.direction();
         let (host, bytes) = leg.host();
+        let op = match direction {
+            Direction::HostToDevice => "upload",
+            Direction::DeviceToHost => "download",
+        };
+        let mut span = TransferSpan::start(op, direction, bytes);
+        self.begin_transfer();
         let mut route = self.routing.route(stream.context(), direction, host, bytes);
         let mut copier = None;
         if route == Route::Staged {
@@ -388,8 +403,10 @@ impl StagingBuffer {
             }
         }
         let r = match (route, copier) {
-            (Route::Staged, Some(copier)) => self.staged(leg, stream, copier),
+            (Route::Staged, Some(copier)) => self.staged(leg, stream, copier, &span),
             _ => {
+                span.route(SpanRoute::of(route, 1));
+                span.no_copy();
                 let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
                 leg.driver_copy(stream, wait)
             }
@@ -405,11 +422,18 @@ impl StagingBuffer {
             Direction::HostToDevice => self.stats.bytes_uploaded += bytes as u64,
             Direction::DeviceToHost => self.stats.bytes_downloaded += bytes as u64,
         }
+        span.succeeded();
         Ok(())
     }
 
-    /// Through the pinned window, pipelined per [`Plan`].
-    fn staged(&mut self, leg: Leg<'_>, stream: &Stream, copier: Copier<'static>) -> Result<()> {
+    /// Through the pinned window, pipelined per [`Plan`]; the plan goes into `span`.
+    fn staged(
+        &mut self,
+        leg: Leg<'_>,
+        stream: &Stream,
+        copier: Copier<'static>,
+        span: &TransferSpan,
+    ) -> Result<()> {
         let direction = leg.direction();
         let (_, bytes) = leg.host();
         let ctx = stream.context();
@@ -423,6 +447,12 @@ impl StagingBuffer {
         // `Plan`).
         let solo = copier.helpers() == 0;
         let plan = Plan::new(bytes, self.capacity(), self.chunk_bytes, direction, solo);
+        let copier = match direction {
+            Direction::HostToDevice => copier.at_most(UPLOAD_MAX_THREADS),
+            Direction::DeviceToHost => copier,
+        };
+        span.staged(plan.chunks);
+        span.copied(copier, plan.chunk_bytes.min(bytes));
         if plan.chunks > 1 {
             self.ensure_events(plan.slots, ctx)?;
             if direction == Direction::DeviceToHost {

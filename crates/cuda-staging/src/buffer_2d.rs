@@ -9,6 +9,7 @@ use crate::buffer::UPLOAD_MAX_THREADS;
 use crate::elements::{cast, cast_mut, no_bytes};
 use crate::region_2d::{device_rows, host_rows, region_len};
 use crate::routing::Direction;
+use crate::trace::{SpanRoute, TransferSpan};
 use crate::{rows, StagingBuffer, StagingPod};
 
 impl StagingBuffer {
@@ -48,10 +49,15 @@ impl StagingBuffer {
             .copier(bytes, Direction::HostToDevice)
             .at_most(UPLOAD_MAX_THREADS)
             .last(true);
+        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
+        span.route(SpanRoute::Staged);
+        span.copied(rows::copier_for(&host, copier), bytes);
         let src: &[u8] = bytemuck::cast_slice(src);
-        self.staged_upload_2d(dst, &device, stream, |pinned| {
+        let r = self.staged_upload_2d(dst, &device, stream, |pinned| {
             rows::pack(pinned, src, &host, copier)
-        })
+        });
+        span.outcome(&r);
+        r
     }
 
     /// Writes the rows of `dst` straight into pinned memory with `fill`, then copies
@@ -77,10 +83,15 @@ impl StagingBuffer {
             fill(no_bytes(region_len(op, dst.width(), device.height())?));
             return Ok(());
         }
-        self.staged_upload_2d(dst, &device, stream, |pinned| {
+        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
+        span.route(SpanRoute::Staged);
+        span.no_copy();
+        let r = self.staged_upload_2d(dst, &device, stream, |pinned| {
             fill(cast_mut::<T>(pinned)?);
             Ok(())
-        })
+        });
+        span.outcome(&r);
+        r
     }
 
     /// Copies the rows of `src`, a 2-D device region, into `dst`, whose rows start
@@ -106,8 +117,14 @@ impl StagingBuffer {
             return Ok(());
         }
         let copier = self.copier(bytes, Direction::DeviceToHost).last(true);
-        let landed = self.staged_download_2d(src, &device, stream)?;
-        rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier)
+        let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
+        span.route(SpanRoute::Staged);
+        span.copied(rows::copier_for(&host, copier), bytes);
+        let r = self
+            .staged_download_2d(src, &device, stream)
+            .and_then(|landed| rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier));
+        span.outcome(&r);
+        r
     }
 
     /// Copies the rows of `src`, a 2-D device region, into pinned memory and returns
@@ -124,11 +141,18 @@ impl StagingBuffer {
     ) -> Result<&[T]> {
         let op = "download_2d_into";
         let device = device_rows(op, src, stream)?;
-        if device.packed_bytes() == 0 {
+        let bytes = device.packed_bytes();
+        if bytes == 0 {
             return Ok(no_bytes(region_len(op, src.width(), device.height())?));
         }
-        let landed = self.staged_download_2d(src, &device, stream)?;
-        cast::<T>(landed)
+        let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
+        span.route(SpanRoute::Staged);
+        span.no_copy();
+        let r = self
+            .staged_download_2d(src, &device, stream)
+            .and_then(cast::<T>);
+        span.outcome(&r);
+        r
     }
 
     /// The staged upload the 2-D uploads share: pinned memory for `device`'s packed

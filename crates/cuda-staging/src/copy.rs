@@ -131,6 +131,19 @@ impl Copier<'static> {
 }
 
 impl<'a> Copier<'a> {
+    /// A copier over `pool` with up to `threads` threads, `helpers` of them pool
+    /// helpers (for tests: what `for_transfer` would pick depends on the machine).
+    #[cfg(test)]
+    pub(crate) fn over(pool: &'a Pool, threads: usize, helpers: usize) -> Copier<'a> {
+        Copier {
+            pool: Some(pool),
+            threads,
+            helpers,
+            hot: false,
+            last: false,
+        }
+    }
+
     /// Pool helpers each copy enlists.
     pub(crate) fn helpers(&self) -> usize {
         self.helpers
@@ -199,11 +212,10 @@ impl<'a> Copier<'a> {
         landed: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         let kind = CopyKind::Plain;
-        let threads = copy_parts(len, self.threads);
-        match self.pool {
+        match self.split(len) {
             // SAFETY: `dst` holds `len` bytes (condition 1) and its `&mut` borrow
             // lasts until the pool returns; condition 2 passes through.
-            Some(pool) if threads > 1 && self.helpers > 0 => unsafe {
+            Some((pool, threads)) => unsafe {
                 pool.copy_after(
                     dst.as_mut_ptr(),
                     src,
@@ -222,11 +234,35 @@ impl<'a> Copier<'a> {
         }
     }
 
+    /// The pool and the threads (the caller included) a copy of `len` bytes is split
+    /// over, or `None` when the calling thread copies it alone.
+    fn split(&self, len: usize) -> Option<(&'a Pool, usize)> {
+        let threads = copy_parts(len, self.threads);
+        match self.pool {
+            Some(pool) if threads > 1 && self.helpers > 0 => Some((pool, threads)),
+            _ => None,
+        }
+    }
+
+    /// The threads a copy of `len` bytes runs on, the caller included: 1, or the
+    /// caller and the pool helpers it enlists ([`Copier::copy`] and the others split
+    /// it this way). For the `tracing` feature's spans.
+    #[cfg_attr(not(any(feature = "tracing", test)), allow(dead_code))]
+    pub(crate) fn threads_for(&self, len: usize) -> usize {
+        self.split(len)
+            .map_or(1, |(_, threads)| 1 + self.enlisted(threads))
+    }
+
+    /// Pool helpers a copy split over `threads` threads enlists.
+    fn enlisted(&self, threads: usize) -> usize {
+        self.helpers.min(threads - 1)
+    }
+
     /// How a copy split over `threads` threads is shared out.
     fn publication(&self, threads: usize) -> Share {
         Share {
             threads,
-            helpers: self.helpers.min(threads - 1),
+            helpers: self.enlisted(threads),
             // Helpers linger for the next copy of this transfer, and after its last
             // one only when the next transfer is coming right away.
             linger_ns: if self.last && !self.hot {
@@ -249,9 +285,8 @@ impl<'a> Copier<'a> {
     /// helpers are allowed, else on the calling thread.
     fn run(&self, dst: &mut [u8], src: &[u8], kind: CopyKind) {
         let len = dst.len().min(src.len());
-        let threads = copy_parts(len, self.threads);
-        match self.pool {
-            Some(pool) if threads > 1 && self.helpers > 0 => {
+        match self.split(len) {
+            Some((pool, threads)) => {
                 // SAFETY: both slices hold `len` bytes; `&mut` and `&` cannot overlap;
                 // the borrows last until the pool returns, every part done.
                 unsafe {

@@ -22,6 +22,7 @@
 //! | is produced by code that can fail (a decoder meeting a corrupt frame) | [`StagingBuffer::try_upload_with`] / [`StagingRing::try_upload_with`] | as `upload_with`; an `Err` from your `fill` queues nothing and comes back as your own error ([`FillError::Fill`]) |
 //! | goes into, or comes from, part of a device buffer (slot `i` of a `[N, 3, H, W]` batch tensor) | any call above, given a view: `&mut buf.slice_mut(a..b)?` / `&buf.slice(a..b)?` | the same as for a whole buffer: a view is an address and a length, checked when it is made |
 //! | is a frame whose rows carry padding (a decoder's line size, a `cuMemAllocPitch` surface) | [`StagingBuffer::upload_2d`] / [`StagingBuffer::download_2d`]; [`StagingBuffer::upload_2d_with`] / [`StagingBuffer::download_2d_into`] to write or read the rows packed in pinned memory; [`StagingRing::upload_2d`] / [`StagingRing::download_2d`] in a pipeline | a host copy of the rows (skipping the host's padding) plus one `cuMemcpy2DAsync` to the device's pitch, instead of a copy per row or a repack on the CPU; see "2-D frames" below, and the "Pitched 2-D frames" table of `docs/measurements.md` |
+//! | moves through any call above, and you are tuning: you want to see which route each transfer took, on how many threads, in how long | any call above, with the optional `tracing` feature and a `tracing` subscriber (see "Seeing which route a transfer took" below) | nothing unless the feature is on; then one `DEBUG` span per transfer with its route, bytes, copy threads and time |
 //!
 //! Memory you have already page-locked (a [`PinnedBuffer`], a [`HostRegistration`],
 //! another library's pinned allocation) needs no staging: `upload` / `download` see
@@ -52,6 +53,64 @@
 //! [`PIPELINE_WINDOW_BYTES`]). [`StagingBuffer::calibrate`] measures both paths on
 //! your machine and sets the thresholds; [`StagingBuffer::set_auto_stage_max_bytes`]
 //! sets one fixed threshold instead.
+//!
+//! # Seeing which route a transfer took
+//!
+//! [`StagingStats`] counts transfers by route. To see each one, turn on the
+//! optional `tracing` feature (off by default):
+//!
+//! ```toml
+//! cuda-staging = { git = "...", features = ["tracing"] }
+//! ```
+//!
+//! Every transfer that moves bytes then opens one [tracing](https://docs.rs/tracing)
+//! span, named `transfer`, target `cuda_staging`, level **`DEBUG`**, entered for the
+//! whole call (so a subscriber's busy time is the transfer's time), with these
+//! fields:
+//!
+//! | field | value |
+//! |---|---|
+//! | `op` | the method, named as its errors name it: `upload`, `download`, `upload_with`, `try_upload_with`, `download_into`, `upload_2d`, `download_2d_into`, `upload_batch`, `download_batch`, `StagingRing::upload`, `StagingRing::download`, ... |
+//! | `direction` | `h2d` or `d2h` |
+//! | `bytes` | the bytes moved (a 2-D transfer's rows without padding, a batch's parts without the gaps between them) |
+//! | `route` | `driver`: the driver's own pageable copy. `staged`: through pinned memory in one piece (so is every `upload_with`, `download_into` and 2-D transfer). `pipelined`: through pinned memory in chunks whose host copies overlap the DMA. `page-locked`: DMA straight from or into your page-locked memory. `batched`: a [`StagingBuffer`] batch. `ring`: a [`StagingRing`] transfer, whose span ends once it is queued |
+//! | `chunks` | for `upload` / `download` staged: the pieces (1 when `staged`) |
+//! | `parts` | for a batch: its parts |
+//! | `copy_threads` | the threads of this crate's host copy, the caller included; 0 where it makes none (`driver`, `page-locked`, `upload_with`, `download_into`, the ring's downloads) |
+//! | `helpers` | the copy pool's helpers among them |
+//! | `elapsed_us` | the call's time in µs, to a tenth: from after its input checks to its return |
+//! | `failed` | `true` when the call returned an error (or `fill` failed or panicked) |
+//!
+//! A transfer of zero bytes, or one its input checks refuse, makes no span;
+//! [`StagingBuffer::calibrate`]'s measuring transfers make theirs. With
+//! tracing-subscriber's fmt layer and `FmtSpan::CLOSE`, each transfer prints one
+//! line as it ends (times illustrative):
+//!
+//! ```text
+//! DEBUG transfer{op="download" direction="d2h" bytes=4915200 route="pipelined" chunks=8 copy_threads=4 helpers=3 elapsed_us=131.4}: cuda_staging: close time.busy=132µs time.idle=1.02µs
+//! ```
+//!
+//! ```no_run
+//! use tracing_subscriber::filter::{LevelFilter, Targets};
+//! use tracing_subscriber::fmt::format::FmtSpan;
+//! use tracing_subscriber::layer::SubscriberExt;
+//! use tracing_subscriber::util::SubscriberInitExt;
+//!
+//! tracing_subscriber::registry()
+//!     .with(tracing_subscriber::fmt::layer().with_span_events(FmtSpan::CLOSE))
+//!     .with(Targets::new().with_target("cuda_staging", LevelFilter::DEBUG))
+//!     .init();
+//! // ... transfers as usual: each one prints its line.
+//! ```
+//!
+//! `examples/tracing.rs` (`cargo run --release -p cuda-staging --features tracing
+//! --example tracing`) sends the seed's shapes down every route this way.
+//!
+//! Cost: without the feature, not a line of it is compiled. With it, a transfer that
+//! no subscriber wants `DEBUG` spans of `cuda_staging` for pays tracing's level and
+//! callsite checks (relaxed atomic loads) and allocates nothing; a recorded span
+//! costs what the subscriber does with it (the fmt layer formats and writes a line),
+//! so keep it for tuning rather than for every frame of a production loop.
 //!
 //! # CPU cost and the copy pool
 //!
@@ -275,6 +334,7 @@ mod rows;
 mod settings;
 mod stats;
 mod sync;
+mod trace;
 mod tuning;
 mod waiting;
 

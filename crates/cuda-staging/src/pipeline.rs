@@ -11,7 +11,6 @@ use cuda_core::{
     DeviceView, DeviceViewMut, Event, PinnedBuffer, PinnedViewMut, Result, Stream, WaitPolicy,
 };
 
-use crate::buffer::UPLOAD_MAX_THREADS;
 use crate::capacity::internal;
 use crate::copy::{streams, Copier};
 use crate::routing::Direction;
@@ -140,8 +139,9 @@ pub(crate) struct Stage<'a> {
 }
 
 impl Stage<'_> {
-    /// Stages `src` into `dst` (equal lengths), returning once it has landed, copying
-    /// in on at most [`UPLOAD_MAX_THREADS`] threads.
+    /// Stages `src` into `dst` (equal lengths), returning once it has landed. The
+    /// caller caps the copier at
+    /// [`UPLOAD_MAX_THREADS`](crate::buffer::UPLOAD_MAX_THREADS) threads.
     pub(crate) fn upload(self, src: &[u8], dst: &mut DeviceViewMut<'_, u8>) -> Result<()> {
         let Stage {
             window,
@@ -151,7 +151,6 @@ impl Stage<'_> {
             plan,
             wait,
         } = self;
-        let copier = copier.at_most(UPLOAD_MAX_THREADS);
         if plan.chunks == 1 {
             let bytes = plan.bytes;
             let slot = window.as_mut_slice()?;

@@ -31,6 +31,8 @@ use crate::capacity::{grow_capacity, least_capacity};
 use crate::copy::{streams, Copier};
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::fill::FillError;
+use crate::routing::Direction;
+use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
 
 // The 2-D transfers, in a child module for the slots' internals.
@@ -289,6 +291,7 @@ impl StagingRing {
             dst,
             n,
             stream,
+            None,
             |px: &mut [T]| {
                 fill(px);
                 Ok::<(), Infallible>(())
@@ -315,22 +318,29 @@ impl StagingRing {
         stream: &Stream,
         fill: F,
     ) -> std::result::Result<(), FillError<E>> {
-        self.filled_upload("StagingRing::try_upload_with", dst, n, stream, fill)
+        self.filled_upload("StagingRing::try_upload_with", dst, n, stream, None, fill)
     }
 
     /// The path of `upload_with`, `try_upload_with` and `upload`, with errors naming
-    /// `op`.
+    /// `op`. `copier` is the one `fill` copies with (`upload`), for the span.
     fn filled_upload<T: StagingPod, E>(
         &mut self,
         op: &'static str,
         dst: &mut (impl DeviceSliceMut<T> + ?Sized),
         n: usize,
         stream: &Stream,
+        copier: Option<Copier<'static>>,
         fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), FillError<E>> {
         let bytes = check_transfer::<T>(op, n, dst, stream)?;
         if bytes == 0 {
             return fill(no_bytes(n)).map_err(FillError::Fill);
+        }
+        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
+        span.route(SpanRoute::Ring);
+        match copier {
+            Some(c) => span.copied(c, bytes),
+            None => span.no_copy(),
         }
         let k = self.take_slot(bytes, stream.context())?;
         let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
@@ -338,6 +348,7 @@ impl StagingRing {
         self.queued(k, stream)?;
         self.stats.uploads += 1;
         self.stats.bytes_uploaded += bytes as u64;
+        span.succeeded();
         Ok(())
     }
 
@@ -362,6 +373,7 @@ impl StagingRing {
             dst,
             src.len(),
             stream,
+            Some(copier),
             |slot: &mut [T]| {
                 let bytes = std::mem::size_of_val(src);
                 copier.copy(
@@ -396,12 +408,16 @@ impl StagingRing {
                 _elem: PhantomData,
             });
         }
+        let mut span = TransferSpan::start("StagingRing::download", Direction::DeviceToHost, bytes);
+        span.route(SpanRoute::Ring);
+        span.no_copy();
         let k = self.take_slot(bytes, stream.context())?;
         let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
         stream.memcpy_dtoh(&DeviceView::of(src).into_bytes().subview(..bytes)?, pinned)?;
         self.queued(k, stream)?;
         self.stats.downloads += 1;
         self.stats.bytes_downloaded += bytes as u64;
+        span.succeeded();
         Ok(Ticket {
             ring: self.id,
             slot: k,
@@ -418,10 +434,11 @@ impl StagingRing {
         batch: &DownloadBatch<'_>,
         stream: &Stream,
     ) -> Result<BatchTicket> {
+        let op = "StagingRing::download_batch";
         for s in &batch.srcs {
             if !s.context().same_as(stream.context()) {
                 return Err(Error::ContextMismatch {
-                    op: "StagingRing::download_batch",
+                    op,
                     what: "a part's device buffer",
                 });
             }
@@ -436,6 +453,12 @@ impl StagingRing {
                 bytes: 0,
             });
         }
+        // The parts' bytes, without the gaps between them in the slot.
+        let moved: usize = batch.layout.lens.iter().sum();
+        let mut span = TransferSpan::start(op, Direction::DeviceToHost, moved);
+        span.route(SpanRoute::Ring);
+        span.parts(batch.len());
+        span.no_copy();
         let k = self.take_slot(total, stream.context())?;
         let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
         if stream.has_batch_copies() {
@@ -447,7 +470,8 @@ impl StagingRing {
         }
         self.queued(k, stream)?;
         self.stats.downloads += 1;
-        self.stats.bytes_downloaded += batch.layout.lens.iter().sum::<usize>() as u64;
+        self.stats.bytes_downloaded += moved as u64;
+        span.succeeded();
         Ok(BatchTicket {
             ring: self.id,
             slot: k,

@@ -66,6 +66,17 @@ pub(crate) fn unpack(
     Ok(())
 }
 
+/// The copier [`pack`] and [`unpack`] copy `host`'s rows with when handed `copier`:
+/// `copier` for contiguous rows (one copy), the calling thread alone for padded ones
+/// (row by row). For the `tracing` feature's spans.
+pub(crate) fn copier_for<'a>(host: &Layout2d, copier: Copier<'a>) -> Copier<'a> {
+    if host.is_contiguous() {
+        copier
+    } else {
+        Copier::solo()
+    }
+}
+
 fn out_of_rows() -> cuda_core::Error {
     internal("a 2-D row past the end of its memory")
 }

@@ -13,6 +13,7 @@ use crate::copy::Copier;
 use crate::elements::{cast_mut, no_bytes};
 use crate::region_2d::{device_rows, host_rows, region_len};
 use crate::routing::Direction;
+use crate::trace::{SpanRoute, TransferSpan};
 use crate::{rows, StagingPod};
 
 /// What a 2-D download's ticket redeems: `width * height` elements of `T`, the rows
@@ -67,14 +68,20 @@ impl StagingRing {
     ) -> Result<()> {
         let op = "StagingRing::upload_2d_with";
         let device = device_rows(op, dst, stream)?;
-        if device.packed_bytes() == 0 {
+        let bytes = device.packed_bytes();
+        if bytes == 0 {
             fill(no_bytes(region_len(op, dst.width(), device.height())?));
             return Ok(());
         }
-        self.queue_upload_2d(dst, &device, stream, |slot| {
+        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
+        span.route(SpanRoute::Ring);
+        span.no_copy();
+        let r = self.queue_upload_2d(dst, &device, stream, |slot| {
             fill(cast_mut::<T>(slot)?);
             Ok(())
-        })
+        });
+        span.outcome(&r);
+        r
     }
 
     /// Copies the rows of `src` (rows `src_pitch_bytes` apart) into a slot, packed,
@@ -97,10 +104,15 @@ impl StagingRing {
         }
         let copier = Copier::for_transfer(self.copy_threads, bytes, Direction::HostToDevice, false)
             .last(true);
+        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
+        span.route(SpanRoute::Ring);
+        span.copied(rows::copier_for(&host, copier), bytes);
         let src: &[u8] = bytemuck::cast_slice(src);
-        self.queue_upload_2d(dst, &device, stream, |slot| {
+        let r = self.queue_upload_2d(dst, &device, stream, |slot| {
             rows::pack(slot, src, &host, copier)
-        })
+        });
+        span.outcome(&r);
+        r
     }
 
     /// Queues one `cuMemcpy2DAsync` of the rows of `src` (a 2-D device region) into
@@ -127,6 +139,9 @@ impl StagingRing {
             _elem: PhantomData,
         };
         if bytes > 0 {
+            let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
+            span.route(SpanRoute::Ring);
+            span.no_copy();
             let k = self.take_slot(bytes, stream.context())?;
             let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
             stream.memcpy_2d_dtoh(&src.as_bytes_2d(), pinned, device.row_bytes())?;
@@ -135,6 +150,7 @@ impl StagingRing {
             self.stats.bytes_downloaded += bytes as u64;
             ticket.slot = k;
             ticket.generation = self.slots[k].generation;
+            span.succeeded();
         }
         Ok(Ticket2d {
             ticket,

@@ -154,6 +154,10 @@
 
 mod batch;
 mod context;
+#[cfg(feature = "cudarc")]
+mod cudarc_binding;
+#[cfg(feature = "cudarc")]
+pub mod cudarc_bridge;
 mod deferred;
 mod device_buffer;
 mod error;
@@ -175,6 +179,10 @@ pub use batch::MAX_BATCH;
 pub use bytemuck;
 pub use context::{Context, ContextGuard};
 pub use cuda_sys as sys;
+/// The cudarc this crate's `cudarc` feature bridges to (see [`cudarc_bridge`]), for
+/// naming its types in the version the bridge was built against.
+#[cfg(feature = "cudarc")]
+pub use cudarc;
 pub use deferred::{check_deferred_errors, deferred_error_count};
 pub use device_buffer::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use error::{DriverError, Error, Result};

@@ -419,12 +419,8 @@ impl StagingRing {
         stream: &Stream,
     ) -> Result<BatchTicket> {
         for s in &batch.srcs {
-            if !s.context().same_as(stream.context()) {
-                return Err(Error::ContextMismatch {
-                    op: "StagingRing::download_batch",
-                    what: "a part's device buffer",
-                });
-            }
+            let op = "StagingRing::download_batch";
+            stream.check_memory(op, &s.device_access(), "a part's device buffer")?;
         }
         let total = batch.layout.total;
         if total == 0 {

@@ -2,9 +2,16 @@
 //! bundled for a GPU machine.
 //!
 //! Both modes build the test executables with `cargo test --workspace --release
-//! --no-run` and run each one with `--include-ignored` (GPU tests are `#[ignore]`d so
-//! that plain `cargo test` passes without a GPU). Doc tests are not run: they need
-//! cargo and no GPU (GPU examples are `no_run`), so CI covers them.
+//! --no-run` and every optional feature of the library crates that adds GPU tests
+//! ([`BUILD_FEATURES`]: `cuda-staging/cudarc`, whose tests are
+//! `required-features`), and run each one with `--include-ignored` (GPU tests are
+//! `#[ignore]`d so that plain `cargo test` passes without a GPU). Doc tests are not
+//! run: they need cargo and no GPU (GPU examples are `no_run`), so CI covers them.
+//!
+//! The same build compiles the library crates' examples (`crates/*/examples`, e.g.
+//! `frame_loop`, `cudarc_frames`); each checks its own results and exits non-zero on a
+//! wrong one, so they run after the tests and count as one passed or failed test
+//! each (`--no-examples` leaves them out).
 //!
 //! Soak tests (test targets whose name contains `soak`) are left out unless `--soak`
 //! is given, which runs them after everything else; `--only soak` with `--soak` runs
@@ -35,10 +42,14 @@ pub struct Args {
     /// or more GPUs and fail with fewer).
     #[arg(long)]
     multi_gpu: bool,
-    /// Run only the test executables whose name contains PATTERN (names look like
-    /// `cuda-core-lib`, `cuda-staging-test-soak`).
+    /// Run only the test executables (and examples) whose name contains PATTERN
+    /// (names look like `cuda-core-lib`, `cuda-staging-test-soak`,
+    /// `cuda-staging-example-cudarc_frames`).
     #[arg(long, value_name = "PATTERN")]
     only: Option<String>,
+    /// Leave out the library crates' examples, which otherwise run after the tests.
+    #[arg(long)]
+    no_examples: bool,
     /// Build the test executables, a release xtask and DIR/run.sh into DIR, to copy to
     /// a GPU machine and run there (`bash DIR/run.sh [--sanitize] [--soak]
     /// [--multi-gpu]`). The multi-GPU tests are always bundled; they run when
@@ -58,19 +69,53 @@ pub fn run(args: &Args) -> Result<()> {
     }
 }
 
-/// The test harnesses of the workspace, soak ones last, with unique bundle names.
-fn test_executables(sh: &Shell, meta: &Metadata) -> Result<Vec<Artifact>> {
-    let built = cargo_util::build(sh, &["test", "--workspace", "--release", "--no-run"], meta)?;
-    let mut by_name = BTreeMap::new();
+/// Features the GPU test build turns on: those of the library crates that add GPU
+/// tests (`required-features` test targets) or examples.
+pub const BUILD_FEATURES: &str = "cuda-staging/cudarc";
+
+/// What the GPU test build made.
+struct Built {
+    /// The test harnesses of the workspace, soak ones last, with unique bundle names.
+    tests: Vec<Artifact>,
+    /// The library crates' examples, by bundle name.
+    examples: Vec<Artifact>,
+}
+
+/// Builds the test harnesses and examples (`cargo test --workspace --release
+/// --no-run --features` [`BUILD_FEATURES`]).
+fn build(sh: &Shell, meta: &Metadata) -> Result<Built> {
+    let args = [
+        "test",
+        "--workspace",
+        "--release",
+        "--no-run",
+        "--features",
+        BUILD_FEATURES,
+    ];
+    let built = cargo_util::build(sh, &args, meta)?;
+    let crates_dir = crate::project_root().join("crates");
+    let mut tests = BTreeMap::new();
+    let mut examples = BTreeMap::new();
     for a in built {
         // A criterion bench built in test mode is not a libtest harness.
         if a.test && !a.is_kind(TargetKind::Bench) {
-            by_name.insert(a.bundle_name(), a);
+            tests.insert(a.bundle_name(), a);
+        } else if is_library_example(&a, &crates_dir) {
+            examples.insert(a.bundle_name(), a);
         }
     }
-    let mut tests: Vec<Artifact> = by_name.into_values().collect();
+    let mut tests: Vec<Artifact> = tests.into_values().collect();
     tests.sort_by_key(|a| (a.is_soak(), a.bundle_name()));
-    Ok(tests)
+    Ok(Built {
+        tests,
+        examples: examples.into_values().collect(),
+    })
+}
+
+/// Whether `a` is an example of a library crate (a package under `crates_dir`; the
+/// `benches` package's examples are benchmarks' companions, run by hand).
+fn is_library_example(a: &Artifact, crates_dir: &Path) -> bool {
+    !a.test && a.is_kind(TargetKind::Example) && a.package_dir.starts_with(crates_dir)
 }
 
 fn local(args: &Args) -> Result<()> {
@@ -92,18 +137,24 @@ fn local(args: &Args) -> Result<()> {
 
     let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let tests = test_executables(&sh, &meta)?;
+    let Built { tests, examples } = build(&sh, &meta)?;
+    let selected_name = |a: &&Artifact| {
+        args.only
+            .as_ref()
+            .is_none_or(|p| a.bundle_name().contains(p))
+    };
     let matched: Vec<&Artifact> = tests
         .iter()
         .filter(|a| args.soak || !a.is_soak())
         .filter(|a| args.multi_gpu || !a.is_multi_gpu())
-        .filter(|a| {
-            args.only
-                .as_ref()
-                .is_none_or(|p| a.bundle_name().contains(p))
-        })
+        .filter(selected_name)
         .collect();
-    if matched.is_empty() {
+    let matched_examples: Vec<&Artifact> = examples
+        .iter()
+        .filter(|_| !args.no_examples)
+        .filter(selected_name)
+        .collect();
+    if matched.is_empty() && matched_examples.is_empty() {
         return Err("no test executable matches the selection".into());
     }
     let mut lines = Vec::new();
@@ -135,6 +186,23 @@ fn local(args: &Args) -> Result<()> {
         let (line, counts) = summary_line(&name, status.code(), &output);
         passed += counts.passed;
         failed += counts.failed;
+        lines.push(line);
+    }
+    for a in matched_examples {
+        let name = a.bundle_name();
+        let _dir = sh.push_dir(&a.package_dir);
+        let cmd = match &sanitizer {
+            Some(san) => sh.cmd(san).args(SANITIZER_ARGS).arg(&a.executable),
+            None => sh.cmd(&a.executable),
+        };
+        println!("===== {name}: {cmd}");
+        let (status, output) = cargo_util::run_tee(cmd)?;
+        let (line, ok) = example_line(&name, status.code(), &output);
+        if ok {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
         lines.push(line);
     }
     println!("\n== summary ({})", info.line());
@@ -196,6 +264,26 @@ fn find_sanitizer() -> Option<PathBuf> {
     })
 }
 
+/// An example's summary line, and whether it passed: exit status 0 (with the
+/// sanitizer's verdict, where it ran under one, in the line).
+fn example_line(name: &str, code: Option<i32>, output: &str) -> (String, bool) {
+    let ok = code == Some(0);
+    let mut line = format!(
+        "{name}: example, {}: {} passed, {} failed",
+        code.map_or("killed by a signal".into(), |c| format!("exit status {c}")),
+        u8::from(ok),
+        u8::from(!ok)
+    );
+    if let Some(errors) = output
+        .lines()
+        .rev()
+        .find_map(|l| l.split("ERROR SUMMARY:").nth(1))
+    {
+        let _ = write!(line, "; sanitizer: {}", errors.trim());
+    }
+    (line, ok)
+}
+
 /// One executable's summary line, and its counts with a non-zero exit that no failed
 /// test explains (a crash, a sanitizer error) counted as one failure. The same rules
 /// as run.sh's.
@@ -236,7 +324,13 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
     let bin = dir.join("bin");
     let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let tests = test_executables(&sh, &meta)?;
+    let Built { tests, examples } = build(&sh, &meta)?;
+    let mut example_names = Vec::new();
+    for a in &examples {
+        let name = a.bundle_name();
+        cargo_util::copy_executable(&a.executable, &bin, &name)?;
+        example_names.push(name);
+    }
     let mut plain = Vec::new();
     let mut soak = Vec::new();
     let mut multi = Vec::new();
@@ -261,19 +355,21 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
         sanitize: args.sanitize,
         soak: args.soak,
         multi_gpu: args.multi_gpu,
+        no_examples: args.no_examples,
         only: args.only.clone().unwrap_or_default(),
         tests: plain,
         soak_tests: soak,
         multi_gpu_tests: multi,
+        examples: example_names,
         needs_cargo,
         test_args: args.test_args.clone(),
     });
     cargo_util::write_script(&dir.join("run.sh"), &script)?;
     cargo_util::report_bundle(
         &dir,
-        tests.len(),
+        tests.len() + examples.len(),
         &format!(
-            "on a GPU machine: bash {}/run.sh [--sanitize] [--soak] [--multi-gpu] [--only PATTERN] [-- TEST_ARGS]\n\
+            "on a GPU machine: bash {}/run.sh [--sanitize] [--soak] [--multi-gpu] [--no-examples] [--only PATTERN] [-- TEST_ARGS]\n\
              logs go to $OUT (tests.log, tests-summary.txt) when OUT is set, else to {0}/logs",
             dir.display()
         ),
@@ -298,10 +394,12 @@ struct RunScript {
     sanitize: bool,
     soak: bool,
     multi_gpu: bool,
+    no_examples: bool,
     only: String,
     tests: Vec<String>,
     soak_tests: Vec<String>,
     multi_gpu_tests: Vec<String>,
+    examples: Vec<String>,
     needs_cargo: Vec<String>,
     test_args: Vec<String>,
 }
@@ -312,6 +410,8 @@ fn run_script(s: &RunScript) -> String {
         .replace("@SANITIZE@", if s.sanitize { "1" } else { "0" })
         .replace("@SOAK@", if s.soak { "1" } else { "0" })
         .replace("@MULTI@", if s.multi_gpu { "1" } else { "0" })
+        .replace("@EXAMPLES_ON@", if s.no_examples { "0" } else { "1" })
+        .replace("@EXAMPLES@", &cargo_util::sh_words(&s.examples))
         .replace("@MULTI_TESTS@", &cargo_util::sh_words(&s.multi_gpu_tests))
         .replace("@ONLY@", &cargo_util::sh_quote(&s.only))
         .replace("@TESTS@", &cargo_util::sh_words(&s.tests))
@@ -365,6 +465,55 @@ mod tests {
     }
 
     #[test]
+    fn example_lines_count_one_test_by_exit_status() {
+        let (line, ok) = example_line("cuda-staging-example-cudarc_frames", Some(0), "p50 ...\n");
+        assert!(ok);
+        assert_eq!(
+            line,
+            "cuda-staging-example-cudarc_frames: example, exit status 0: 1 passed, 0 failed"
+        );
+        let (line, ok) = example_line("x", Some(1), "========= ERROR SUMMARY: 3 errors\n");
+        assert!(!ok);
+        assert!(
+            line.ends_with("exit status 1: 0 passed, 1 failed; sanitizer: 3 errors"),
+            "{line}"
+        );
+        let (line, ok) = example_line("x", None, "");
+        assert!(!ok && line.contains("killed by a signal"), "{line}");
+    }
+
+    #[test]
+    fn only_the_library_crates_examples_are_bundled() {
+        let root = Path::new("/ws");
+        let crates = root.join("crates");
+        let artifact = |dir: &str, kind: TargetKind, test: bool| Artifact {
+            package: "p".into(),
+            package_dir: root.join(dir),
+            target: "t".into(),
+            kinds: vec![kind],
+            test,
+            executable: root.join("target/release/examples/t"),
+        };
+        assert!(is_library_example(
+            &artifact("crates/cuda-staging", TargetKind::Example, false),
+            &crates
+        ));
+        // The benches' examples, an example built as a test, and binaries are not.
+        assert!(!is_library_example(
+            &artifact("benches", TargetKind::Example, false),
+            &crates
+        ));
+        assert!(!is_library_example(
+            &artifact("crates/cuda-staging", TargetKind::Example, true),
+            &crates
+        ));
+        assert!(!is_library_example(
+            &artifact("crates/cuda-staging", TargetKind::Bin, false),
+            &crates
+        ));
+    }
+
+    #[test]
     fn finds_trybuild() {
         let dir = std::env::temp_dir();
         let with = dir.join(format!("xtask-tb-{}", std::process::id()));
@@ -387,13 +536,17 @@ mod tests {
             sanitize: true,
             soak: false,
             multi_gpu: false,
+            no_examples: false,
             only: String::new(),
             tests: vec!["cuda-core-lib".into(), "cuda-sys-lib".into()],
             soak_tests: vec!["cuda-staging-test-soak".into()],
             multi_gpu_tests: vec!["cuda-staging-test-multi_gpu".into()],
+            examples: vec!["cuda-staging-example-cudarc_frames".into()],
             needs_cargo: vec![],
             test_args: vec!["my filter".into()],
         });
+        assert!(s.contains("EXAMPLES=(cuda-staging-example-cudarc_frames)\n"));
+        assert!(s.contains("EXAMPLES_ON=1\n"));
         assert!(s.contains("TESTS=(cuda-core-lib cuda-sys-lib)\n"));
         assert!(s.contains("SOAK_TESTS=(cuda-staging-test-soak)\n"));
         assert!(s.contains("MULTI_TESTS=(cuda-staging-test-multi_gpu)\n"));
@@ -407,6 +560,8 @@ mod tests {
             "@SOAK@",
             "@MULTI@",
             "@MULTI_TESTS@",
+            "@EXAMPLES@",
+            "@EXAMPLES_ON@",
             "@ONLY@",
             "@TESTS@",
             "@NEEDS_CARGO@",
@@ -426,10 +581,12 @@ mod tests {
             sanitize: false,
             soak: false,
             multi_gpu: false,
+            no_examples: false,
             only: String::new(),
             tests: vec!["cuda-core-lib".into()],
             soak_tests: vec![],
             multi_gpu_tests: vec![],
+            examples: vec![],
             needs_cargo: vec![],
             test_args: vec![],
         });
@@ -454,10 +611,12 @@ mod tests {
             sanitize: true,
             soak: false,
             multi_gpu: false,
+            no_examples: false,
             only: String::new(),
             tests: vec!["cuda-staging-test-faults".into()],
             soak_tests: vec![],
             multi_gpu_tests: vec![],
+            examples: vec![],
             needs_cargo: vec![],
             test_args: vec![],
         });
@@ -480,10 +639,12 @@ mod tests {
             sanitize: false,
             soak: false,
             multi_gpu: true,
+            no_examples: false,
             only: String::new(),
             tests: vec!["cuda-staging-test-gpu".into()],
             soak_tests: vec![],
             multi_gpu_tests: vec!["cuda-staging-test-multi_gpu".into()],
+            examples: vec![],
             needs_cargo: vec![],
             test_args: vec![],
         });
@@ -493,6 +654,6 @@ mod tests {
         // setting in its summary.
         assert!(s.contains(r#"if [ "$MULTI" = 1 ]; then RUN+=("#));
         assert!(s.contains("--multi-gpu) MULTI=1 ;;"));
-        assert!(s.contains("multi-gpu=$MULTI)"));
+        assert!(s.contains("multi-gpu=$MULTI, examples=$EXAMPLES_ON)"));
     }
 }

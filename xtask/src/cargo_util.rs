@@ -42,12 +42,16 @@ pub struct Metadata {
     pub target_dir: PathBuf,
     /// Package id to (name, manifest folder).
     packages: HashMap<PackageId, (String, PathBuf)>,
+    /// The manifest folders of the members that may be published (the library
+    /// crates: `benches` and `xtask` are `publish = false`).
+    libraries: Vec<PathBuf>,
 }
 
 impl Metadata {
-    /// The workspace members' manifest folders.
-    pub fn member_dirs(&self) -> impl Iterator<Item = &Path> {
-        self.packages.values().map(|(_, dir)| dir.as_path())
+    /// The manifest folders of the members that may be published: the library
+    /// crates.
+    pub fn library_dirs(&self) -> impl Iterator<Item = &Path> {
+        self.libraries.iter().map(PathBuf::as_path)
     }
 
     /// Runs `cargo metadata --no-deps` in the workspace root.
@@ -58,6 +62,13 @@ impl Metadata {
             .no_deps()
             .exec()
             .context("cargo metadata")?;
+        let libraries = meta
+            .packages
+            .iter()
+            .filter(|p| p.publish.as_ref().is_none_or(|r| !r.is_empty()))
+            .filter_map(|p| p.manifest_path.parent())
+            .map(|dir| dir.as_std_path().to_path_buf())
+            .collect();
         let packages = meta
             .packages
             .into_iter()
@@ -69,6 +80,7 @@ impl Metadata {
         Ok(Metadata {
             target_dir: meta.target_directory.into_std_path_buf(),
             packages,
+            libraries,
         })
     }
 }
@@ -477,6 +489,7 @@ test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
                     PathBuf::from("/w/crates/cuda-core"),
                 ),
             )]),
+            libraries: vec![PathBuf::from("/w/crates/cuda-core")],
         };
         let stream = [
             artifact_line(

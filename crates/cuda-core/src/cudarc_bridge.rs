@@ -80,7 +80,9 @@
 //! (`CudaContext::disable_event_tracking`, `unsafe` in cudarc) or in a context that
 //! has used a single stream so far (no `new_stream` / `fork` yet), cudarc records
 //! and waits for nothing, and neither does the bridge: ordering across streams is
-//! then the caller's, as it is for cudarc's own copies.
+//! then the caller's, as it is for cudarc's own copies. And cudarc keeps one read
+//! event per slice: reads of one slice queued on two streams at once leave only the
+//! later one recorded, for the bridge's reads as for cudarc's own.
 //!
 //! The tests (`cuda-staging`'s `tests/cudarc_bridge/`, run by `cargo xtask test-gpu`)
 //! check each point on a GPU: data through every entry point with slices, views and

@@ -92,6 +92,15 @@
 //! Work you queue yourself through raw handles (`as_raw`, `as_device_ptr`) is not
 //! tracked; synchronise it yourself.
 //!
+//! # cudarc's memory and streams
+//!
+//! With the `cudarc` feature, the module `cudarc_bridge` lets cudarc's `CudaSlice`,
+//! `CudaView`, `CudaViewMut` and streams into every operation here (and in
+//! `cuda-staging`): `Stream::borrow_cudarc` wraps cudarc's stream, and
+//! `CudarcView` / `CudarcViewMut` are device memory like a `DeviceBuffer`'s views,
+//! with cudarc's own events waited for and recorded as its copies do. The module's
+//! docs say what is guaranteed, and which CUDA version cudarc is then built for.
+//!
 //! # Errors that `Drop` cannot return
 //!
 //! A failed free, unregister, destroy or wait in `Drop` is recorded, not discarded:

@@ -14,14 +14,14 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use benches::{
-    column, dtoh_pageable_async, dtoh_raw_pinned, exit_on_error as ok, fill_pattern, group_id,
-    htod_pageable_async, htod_raw_pinned, BenchSettings, CudarcBuffers, CudarcGpu, Direction, Gpu,
-    RunMode, COLUMNS,
+    bridge_measured, column, dtoh_pageable_async, dtoh_raw_pinned, exit_on_error as ok,
+    fill_pattern, group_id, htod_pageable_async, htod_raw_pinned, BenchSettings, CudarcBuffers,
+    CudarcGpu, Direction, Gpu, RunMode, BRIDGE_COLUMNS, COLUMNS,
 };
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput};
 use cuda_core::{DeviceBuffer, HostRegistration, PinnedBuffer};
-use cuda_staging::StagingBuffer;
+use cuda_staging::{CudarcView, CudarcViewMut, StagingBuffer};
 
 type Group<'a> = BenchmarkGroup<'a, WallTime>;
 
@@ -53,18 +53,18 @@ fn main() -> ExitCode {
             None
         }
     };
-    let columns = if cudarc.is_some() {
-        COLUMNS.len()
+    let (columns, bridge) = if cudarc.is_some() {
+        (COLUMNS.len(), settings.bridge_benchmark_count())
     } else {
-        COLUMNS.len() - 2
+        (COLUMNS.len() - 2, 0)
     };
+    let count = settings.benchmark_count(columns) + bridge;
     eprintln!(
-        "benches: {} | {} sizes x 2 directions x {columns} columns = {} benchmarks, \
-         expected about {:.0} s{}",
+        "benches: {} | {} sizes x 2 directions x {columns} columns + {bridge} of the \
+         cudarc bridge at the seed sizes = {count} benchmarks, expected about {:.0} s{}",
         gpu.describe(),
         settings.sizes.len(),
-        settings.benchmark_count(columns),
-        settings.estimated_run_time(columns).as_secs_f64(),
+        settings.estimated_time_of(count).as_secs_f64(),
         if settings.quick { " (BENCH_QUICK)" } else { "" },
     );
 
@@ -86,6 +86,11 @@ fn list(c: &mut Criterion, settings: &BenchSettings) {
             let mut g = c.benchmark_group(group_id(dir, bytes));
             for col in COLUMNS {
                 g.bench_function(col, |b| b.iter(|| ()));
+            }
+            if bridge_measured(bytes) {
+                for col in BRIDGE_COLUMNS {
+                    g.bench_function(col, |b| b.iter(|| ()));
+                }
             }
             g.finish();
         }
@@ -157,6 +162,9 @@ fn run(c: &mut Criterion, settings: &BenchSettings, gpu: &Gpu, cudarc: Option<&C
         fill_pattern(&mut host.pageable[..bytes], SEED_PAGEABLE);
         let mut fx = SizeFixture::new(gpu, cudarc, bytes, &host.pageable[..bytes]);
         warm_up_staging(gpu, &mut host, &mut fx);
+        if let (Some(rc), true) = (cudarc, bridge_measured(bytes)) {
+            warm_up_bridge(rc, &mut host, &mut fx);
+        }
         // Every column finds our context current (cudarc binds the same primary
         // context), so `Context::enter` pushes nothing inside the timed loops.
         ok("Context::bind_to_thread", gpu.ctx.bind_to_thread());
@@ -230,6 +238,34 @@ fn warm_up_staging(gpu: &Gpu, host: &mut Host<'_>, fx: &mut SizeFixture) {
         "warm-up download (registered)",
         host.staging
             .download(&mut host.registered[..n], &fx.device, s),
+    );
+}
+
+/// The same warm-up through the bridge, on cudarc's stream and slice, so that the
+/// bridge's columns find the staging buffer pinned and its helpers started too.
+fn warm_up_bridge(rc: &CudarcGpu, host: &mut Host<'_>, fx: &mut SizeFixture) {
+    let n = fx.bytes;
+    let s = &rc.bridge;
+    let src = &host.pageable[..n];
+    let rb = fx.cudarc.as_mut().expect("cudarc buffers next to cudarc");
+    let mut dst = ok("CudarcViewMut::new", CudarcViewMut::new(&mut rb.device, s));
+    ok(
+        "warm-up bridge upload",
+        host.staging.upload(&mut dst, src, s),
+    );
+    ok(
+        "warm-up bridge upload_with",
+        host.staging
+            .upload_with(&mut dst, n, s, |d: &mut [u8]| d.copy_from_slice(src)),
+    );
+    let src = ok("CudarcView::new", CudarcView::new(&rb.device, s));
+    ok(
+        "warm-up bridge download",
+        host.staging.download(&mut host.pageable[..n], &src, s),
+    );
+    ok(
+        "warm-up bridge download_into",
+        host.staging.download_into(&src, n, s).map(|_| ()),
     );
 }
 
@@ -308,6 +344,28 @@ fn bench_h2d(
                 ok("cudarc memcpy_htod (pageable)", r)
             })
         });
+        if bridge_measured(n) {
+            let s = &rc.bridge;
+            // The view is made per call, as a cudarc user's loop would: it is where
+            // cudarc's event waits happen, and part of the cost measured.
+            g.bench_function(column::CUDARC_COPY_IN, |b| {
+                b.iter(|| {
+                    let r = CudarcViewMut::new(&mut rb.device, s)
+                        .and_then(|mut dst| host.staging.upload(&mut dst, black_box(src), s));
+                    ok("upload (cudarc bridge)", r)
+                })
+            });
+            g.bench_function(column::CUDARC_RESIDENT, |b| {
+                b.iter(|| {
+                    let r = CudarcViewMut::new(&mut rb.device, s).and_then(|mut dst| {
+                        host.staging.upload_with(&mut dst, n, s, |d: &mut [u8]| {
+                            black_box(d);
+                        })
+                    });
+                    ok("upload_with (cudarc bridge)", r)
+                })
+            });
+        }
     }
 }
 
@@ -384,5 +442,26 @@ fn bench_d2h(
                 ok("cudarc memcpy_dtoh (pageable)", r)
             })
         });
+        if bridge_measured(n) {
+            let s = &rc.bridge;
+            g.bench_function(column::CUDARC_COPY_IN, |b| {
+                b.iter(|| {
+                    let dst = black_box(&mut host.pageable[..n]);
+                    let r = CudarcView::new(&rb.device, s)
+                        .and_then(|src| host.staging.download(dst, &src, s));
+                    ok("download (cudarc bridge)", r)
+                })
+            });
+            g.bench_function(column::CUDARC_RESIDENT, |b| {
+                b.iter(|| {
+                    let r = CudarcView::new(&rb.device, s).and_then(|src| {
+                        host.staging
+                            .download_into(&src, n, s)
+                            .map(|landed| black_box(landed.len()))
+                    });
+                    ok("download_into (cudarc bridge)", r);
+                })
+            });
+        }
     }
 }

@@ -15,6 +15,9 @@ pub struct CudarcGpu {
     pub ctx: Arc<cudarc::driver::CudaContext>,
     /// cudarc's non-blocking stream.
     pub stream: Arc<cudarc::driver::CudaStream>,
+    /// Ours, borrowed from cudarc's stream (`Stream::borrow_cudarc`): the stream of
+    /// the `cudarc+copy-in` / `cudarc+resident` columns.
+    pub bridge: cuda_core::Stream,
 }
 
 /// cudarc's buffers for one size.
@@ -55,7 +58,12 @@ impl CudarcGpu {
         // again so that our calls find it current (`Context::enter` then pushes
         // nothing).
         ours.ctx.bind_to_thread().map_err(|e| e.to_string())?;
-        Ok(CudarcGpu { ctx, stream })
+        let bridge = cuda_core::Stream::borrow_cudarc(&stream);
+        Ok(CudarcGpu {
+            ctx,
+            stream,
+            bridge,
+        })
     }
 
     /// Allocates cudarc's device slice and pinned host slice of `bytes` bytes, both

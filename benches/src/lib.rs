@@ -15,6 +15,8 @@
 //! | `raw-pinned` | `Stream::memcpy_htod` / `memcpy_dtoh` from / to a `PinnedBuffer`, then `Stream::synchronize`: the floor |
 //! | `cudarc-pinned` | cudarc 0.19: `memcpy_htod` / `memcpy_dtoh` with its `alloc_pinned` slice, then `synchronize` |
 //! | `cudarc-pageable` | cudarc 0.19: the same with an ordinary `Vec` |
+//! | `cudarc+copy-in` | `StagingBuffer::upload` / `download` with the same `Vec`, into / from cudarc's `CudaSlice` through the bridge (`CudarcViewMut::new` / `CudarcView::new` per call), on cudarc's stream; the seed's sizes only |
+//! | `cudarc+resident` | `StagingBuffer::upload_with` / `download_into` into / from cudarc's `CudaSlice` through the bridge, on cudarc's stream; the seed's sizes only |
 //!
 //! Naming contract with the `xtask` renderer: criterion group `"{H2D|D2H}/{bytes}"`
 //! ([`group_id`]), function id = column name ([`COLUMNS`]).
@@ -99,6 +101,12 @@ pub mod column {
     pub const CUDARC_PINNED: &str = "cudarc-pinned";
     /// cudarc 0.19 from / to an ordinary `Vec`.
     pub const CUDARC_PAGEABLE: &str = "cudarc-pageable";
+    /// `StagingBuffer::upload` / `download` from / to an ordinary `Vec`, into / from
+    /// cudarc's `CudaSlice` through the bridge, on cudarc's stream.
+    pub const CUDARC_COPY_IN: &str = "cudarc+copy-in";
+    /// `StagingBuffer::upload_with` / `download_into` into / from cudarc's `CudaSlice`
+    /// through the bridge, on cudarc's stream.
+    pub const CUDARC_RESIDENT: &str = "cudarc+resident";
     /// `frames` only: `StagingBuffer::upload` / `download` with
     /// `set_low_latency(true)` (its copy threads spin between transfers).
     pub const COPY_IN_LOW_LATENCY: &str = "copy-in-low-latency";
@@ -116,8 +124,17 @@ pub const COLUMNS: [&str; 8] = [
     column::CUDARC_PAGEABLE,
 ];
 
+/// The columns of our staging on cudarc's memory (the bridge), measured at
+/// [`SEED_SIZES_BYTES`] only, next to `copy-in` and `resident`.
+pub const BRIDGE_COLUMNS: [&str; 2] = [column::CUDARC_COPY_IN, column::CUDARC_RESIDENT];
+
 /// The seed's rows: 112×112×3, 128×128×3 and 640×640×3 `f32` tensors, in bytes.
 pub const SEED_SIZES_BYTES: [usize; 3] = [150_528, 196_608, 4_915_200];
+
+/// Whether the [`BRIDGE_COLUMNS`] are measured at `bytes`: the seed's sizes.
+pub fn bridge_measured(bytes: usize) -> bool {
+    SEED_SIZES_BYTES.contains(&bytes)
+}
 
 /// Smallest size of the power-of-two sweep: 4 KiB.
 pub const SWEEP_MIN_BYTES: usize = 4 << 10;
@@ -238,9 +255,16 @@ impl BenchSettings {
         self.sizes.iter().copied().max().unwrap_or(0)
     }
 
-    /// How many benchmarks a run with `columns` columns registers.
+    /// How many benchmarks a run with `columns` columns registers (besides the
+    /// [`BRIDGE_COLUMNS`]: [`BenchSettings::bridge_benchmark_count`]).
     pub fn benchmark_count(&self, columns: usize) -> usize {
         self.sizes.len() * Direction::ALL.len() * columns
+    }
+
+    /// How many benchmarks the [`BRIDGE_COLUMNS`] add: both at each seed size run.
+    pub fn bridge_benchmark_count(&self) -> usize {
+        let seed_sizes = self.sizes.iter().filter(|&&b| bridge_measured(b)).count();
+        seed_sizes * Direction::ALL.len() * BRIDGE_COLUMNS.len()
     }
 
     /// A rough upper estimate of the run's wall time for `columns` columns: each
@@ -248,8 +272,14 @@ impl BenchSettings {
     /// until the warm-up time is over), the measurement time, and ~20 ms of
     /// analysis and file output.
     pub fn estimated_run_time(&self, columns: usize) -> Duration {
+        self.estimated_time_of(self.benchmark_count(columns))
+    }
+
+    /// The estimate of [`BenchSettings::estimated_run_time`] for `benchmarks`
+    /// benchmarks.
+    pub fn estimated_time_of(&self, benchmarks: usize) -> Duration {
         let per_bench = self.warm_up.mul_f64(1.5) + self.measurement + Duration::from_millis(20);
-        per_bench * self.benchmark_count(columns) as u32
+        per_bench * benchmarks as u32
     }
 
     /// Criterion configured with these settings (no plots), then from the command
@@ -484,6 +514,10 @@ mod tests {
             assert!(sizes.contains(&s));
         }
         assert_eq!(BenchSettings::full().benchmark_count(COLUMNS.len()), 288);
+        // The bridge's two columns at the three seed sizes, both directions.
+        assert_eq!(BenchSettings::full().bridge_benchmark_count(), 12);
+        assert_eq!(BenchSettings::quick().bridge_benchmark_count(), 12);
+        assert!(bridge_measured(150_528) && !bridge_measured(4096));
     }
 
     #[test]

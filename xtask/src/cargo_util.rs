@@ -44,6 +44,9 @@ pub struct Metadata {
     packages: HashMap<PackageId, (String, PathBuf)>,
     /// The members' test and example targets that need features (`required-features`).
     pub gated: Vec<GatedTarget>,
+    /// The manifest folders of the members that may be published (the library
+    /// crates: `benches` and `xtask` are `publish = false`).
+    libraries: Vec<PathBuf>,
 }
 
 /// A test or example target that builds only with some features of its package on
@@ -94,9 +97,10 @@ pub fn gated_builds(gated: &[GatedTarget]) -> Vec<Vec<String>> {
 }
 
 impl Metadata {
-    /// The workspace members' manifest folders.
-    pub fn member_dirs(&self) -> impl Iterator<Item = &Path> {
-        self.packages.values().map(|(_, dir)| dir.as_path())
+    /// The manifest folders of the members that may be published: the library
+    /// crates.
+    pub fn library_dirs(&self) -> impl Iterator<Item = &Path> {
+        self.libraries.iter().map(PathBuf::as_path)
     }
 
     /// Runs `cargo metadata --no-deps` in the workspace root.
@@ -125,6 +129,13 @@ impl Metadata {
                 });
             }
         }
+        let libraries = meta
+            .packages
+            .iter()
+            .filter(|p| p.publish.as_ref().is_none_or(|r| !r.is_empty()))
+            .filter_map(|p| p.manifest_path.parent())
+            .map(|dir| dir.as_std_path().to_path_buf())
+            .collect();
         let packages = meta
             .packages
             .into_iter()
@@ -137,6 +148,7 @@ impl Metadata {
             target_dir: meta.target_directory.into_std_path_buf(),
             packages,
             gated,
+            libraries,
         })
     }
 }
@@ -546,6 +558,7 @@ test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
                 ),
             )]),
             gated: Vec::new(),
+            libraries: vec![PathBuf::from("/w/crates/cuda-core")],
         };
         let stream = [
             artifact_line(

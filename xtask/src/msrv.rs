@@ -4,7 +4,10 @@
 //! The library crates are the workspace members that may be published (`benches` and
 //! `xtask` are `publish = false` and declare newer versions of their own). Two checks,
 //! in a copy of the workspace (manifests and sources, no `target`), so that the
-//! committed `Cargo.lock` is left as it is:
+//! committed `Cargo.lock` is left as it is. The copy is a workspace of the library
+//! crates alone: features that `benches` turns on (`cuda-staging/cudarc`, which needs
+//! Rust 1.88 through cudarc's `libloading`) would otherwise be unified into the
+//! libraries' resolution, and a user depending on them gets their default features.
 //!
 //! 1. **Resolution.** A fresh `Cargo.lock` is resolved with
 //!    `incompatible-rust-versions = fallback` (what the "3" resolver does by default,
@@ -42,7 +45,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Result<()> {
     let meta = Metadata::load()?;
     let copy = meta.target_dir.join("msrv-workspace");
-    let members: Vec<&Path> = meta.member_dirs().collect();
+    let members: Vec<&Path> = meta.library_dirs().collect();
     copy_workspace(&project_root(), &members, &copy)?;
     let sh = cargo_util::shell()?;
     {
@@ -190,21 +193,47 @@ impl Graph {
 }
 
 /// Copies what cargo reads of the workspace at `root` into `to` (emptied first): the
-/// root manifest, `.cargo/` and the `members`' folders, without their `target` folders.
+/// root manifest, with `members` as its only members, `.cargo/` and the `members`'
+/// folders, without their `target` folders.
 fn copy_workspace(root: &Path, members: &[&Path], to: &Path) -> Result<()> {
     if to.exists() {
         fs::remove_dir_all(to).with_context(|| format!("cannot clear {}", to.display()))?;
     }
     fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
-    copy_tree(&root.join("Cargo.toml"), &to.join("Cargo.toml"))?;
     copy_tree(&root.join(".cargo"), &to.join(".cargo"))?;
+    let mut relative = Vec::new();
     for member in members {
-        let relative = member
+        let r = member
             .strip_prefix(root)
             .with_context(|| format!("member {} outside the workspace", member.display()))?;
-        copy_tree(member, &to.join(relative))?;
+        copy_tree(member, &to.join(r))?;
+        relative.push(r.to_string_lossy().replace('\\', "/"));
     }
+    relative.sort();
+    let manifest = root.join("Cargo.toml");
+    let text = fs::read_to_string(&manifest)
+        .with_context(|| format!("cannot read {}", manifest.display()))?;
+    let text = with_members(&text, &relative)
+        .ok_or_else(|| format!("{}: no `members = [...]` to rewrite", manifest.display()))?;
+    fs::write(to.join("Cargo.toml"), text).context("cannot write the copy's Cargo.toml")?;
     Ok(())
+}
+
+/// `manifest` (a workspace's root Cargo.toml) with its `members = [...]` list (on one
+/// line or several) replaced by `members`; `None` when it has none.
+fn with_members(manifest: &str, members: &[String]) -> Option<String> {
+    let start = manifest
+        .find("\nmembers = [")
+        .map(|i| i + 1)
+        .or_else(|| manifest.starts_with("members = [").then_some(0))?;
+    let end = start + manifest[start..].find(']')? + 1;
+    let list: Vec<String> = members.iter().map(|m| format!("{m:?}")).collect();
+    Some(format!(
+        "{}members = [{}]{}",
+        &manifest[..start],
+        list.join(", "),
+        &manifest[end..]
+    ))
 }
 
 /// Copies a file or a folder (recursively, leaving out `target` folders); a symlink
@@ -250,9 +279,19 @@ mod tests {
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(&p, f).unwrap();
         }
+        fs::write(
+            root.join("Cargo.toml"),
+            "[workspace]\nresolver = \"3\"\nmembers = [\n  \"crates/a\",\n  \"benches\",\n]\n\n[workspace.package]\n",
+        )
+        .unwrap();
         let to = tmp.path().join("copy");
         fs::create_dir_all(to.join("stale")).unwrap();
         copy_workspace(&root, &[&root.join("crates/a")], &to).unwrap();
+        // Only the members copied are the copy's members.
+        assert_eq!(
+            fs::read_to_string(to.join("Cargo.toml")).unwrap(),
+            "[workspace]\nresolver = \"3\"\nmembers = [\"crates/a\"]\n\n[workspace.package]\n"
+        );
         assert_eq!(
             fs::read_to_string(to.join("crates/a/src/lib.rs")).unwrap(),
             "crates/a/src/lib.rs"

@@ -30,6 +30,10 @@ struct Inner {
     ordinal: usize,
     /// `true`: we retained the primary context and release it on drop.
     retained: bool,
+    /// The cudarc context this one wraps (`Context::borrow_cudarc`), kept alive
+    /// with it.
+    #[cfg(feature = "cudarc")]
+    cudarc: Option<Arc<cudarc::driver::CudaContext>>,
 }
 
 // SAFETY: a CUcontext handle may be used from any thread (the driver API is
@@ -173,8 +177,32 @@ impl Context {
                 device,
                 ordinal,
                 retained: true,
+                #[cfg(feature = "cudarc")]
+                cudarc: None,
             }),
         }
+    }
+
+    /// A `Context` for cudarc's context `ctx`, which it keeps alive and releases
+    /// nothing of: see `crate::cudarc_bridge`. No driver call.
+    #[cfg(feature = "cudarc")]
+    pub(crate) fn wrap_cudarc(ctx: &Arc<cudarc::driver::CudaContext>) -> Context {
+        Context {
+            inner: Arc::new(Inner {
+                raw: ctx.cu_ctx().cast(),
+                device: ctx.cu_device(),
+                ordinal: ctx.ordinal(),
+                retained: false,
+                cudarc: Some(Arc::clone(ctx)),
+            }),
+        }
+    }
+
+    /// The cudarc context this one wraps, when it was made by
+    /// `Context::borrow_cudarc`.
+    #[cfg(feature = "cudarc")]
+    pub(crate) fn cudarc(&self) -> Option<&Arc<cudarc::driver::CudaContext>> {
+        self.inner.cudarc.as_ref()
     }
 
     /// Wraps a context created elsewhere (ONNX Runtime, TensorRT, the runtime API)
@@ -196,6 +224,8 @@ impl Context {
                 device,
                 ordinal: device.max(0) as usize,
                 retained: false,
+                #[cfg(feature = "cudarc")]
+                cudarc: None,
             }),
         })
     }

@@ -104,6 +104,16 @@ pub enum Error {
         /// Which argument is foreign.
         what: &'static str,
     },
+    /// Device memory that may be used on one stream only (cudarc's, viewed through
+    /// `cudarc_bridge` for a given stream) given to an operation queued on another.
+    /// Raised before any driver call.
+    #[error("{op}: {what} was taken for another stream than the one the operation is queued on (make its CudarcView / CudarcViewMut with the stream the operation uses)")]
+    StreamMismatch {
+        /// What was attempted.
+        op: &'static str,
+        /// Which argument is bound to another stream.
+        what: &'static str,
+    },
     /// Any other argument the call cannot accept.
     #[error("invalid argument to {op}: {reason}")]
     InvalidArgument {

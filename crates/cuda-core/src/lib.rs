@@ -92,6 +92,15 @@
 //! Work you queue yourself through raw handles (`as_raw`, `as_device_ptr`) is not
 //! tracked; synchronise it yourself.
 //!
+//! # cudarc's memory and streams
+//!
+//! With the `cudarc` feature, the module `cudarc_bridge` lets cudarc's `CudaSlice`,
+//! `CudaView`, `CudaViewMut` and streams into every operation here (and in
+//! `cuda-staging`): `Stream::borrow_cudarc` wraps cudarc's stream, and
+//! `CudarcView` / `CudarcViewMut` are device memory like a `DeviceBuffer`'s views,
+//! with cudarc's own events waited for and recorded as its copies do. The module's
+//! docs say what is guaranteed, and which CUDA version cudarc is then built for.
+//!
 //! # Errors that `Drop` cannot return
 //!
 //! A failed free, unregister, destroy or wait in `Drop` is recorded, not discarded:
@@ -154,6 +163,10 @@
 
 mod batch;
 mod context;
+#[cfg(feature = "cudarc")]
+mod cudarc_binding;
+#[cfg(feature = "cudarc")]
+pub mod cudarc_bridge;
 mod deferred;
 mod device_buffer;
 mod error;
@@ -175,6 +188,10 @@ pub use batch::MAX_BATCH;
 pub use bytemuck;
 pub use context::{Context, ContextGuard};
 pub use cuda_sys as sys;
+/// The cudarc this crate's `cudarc` feature bridges to (see [`cudarc_bridge`]), for
+/// naming its types in the version the bridge was built against.
+#[cfg(feature = "cudarc")]
+pub use cudarc;
 pub use deferred::{check_deferred_errors, deferred_error_count};
 pub use device_buffer::{DeviceBuffer, DeviceView, DeviceViewMut};
 pub use error::{DriverError, Error, Result};

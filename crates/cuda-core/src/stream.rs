@@ -14,7 +14,8 @@ use crate::memory::{
     DeviceAccess, DeviceSlice, DeviceSliceMut, HostAccess, PageLockedSlice, PageLockedSliceMut,
 };
 use crate::result;
-use crate::tracking::{self, Access, StreamState, Use};
+use crate::tracking::{self, Access, StreamState, Tracker, Use};
+use crate::view_2d::Device2dAccess;
 use crate::wait::WaitPolicy;
 
 /// A CUDA stream created with `CU_STREAM_NON_BLOCKING`: it does not synchronise with
@@ -73,6 +74,24 @@ impl Stream {
         Stream {
             state: Arc::new(StreamState::new(raw, ctx.clone(), false)),
         }
+    }
+
+    /// A `Stream` for cudarc's stream `stream`, which it keeps alive and destroys
+    /// nothing of, in `ctx` (its context, checked by the caller): see
+    /// `crate::cudarc_bridge`. No driver call.
+    #[cfg(feature = "cudarc")]
+    pub(crate) fn wrap_cudarc(ctx: &Context, stream: &Arc<cudarc::driver::CudaStream>) -> Stream {
+        let mut state = StreamState::new(stream.cu_stream().cast(), ctx.clone(), false);
+        state.cudarc = Some(Arc::clone(stream));
+        Stream {
+            state: Arc::new(state),
+        }
+    }
+
+    /// The cudarc stream this one wraps, when it was made by `Stream::borrow_cudarc`.
+    #[cfg(feature = "cudarc")]
+    pub(crate) fn cudarc(&self) -> Option<&Arc<cudarc::driver::CudaStream>> {
+        self.state.cudarc.as_ref()
     }
 
     /// Blocks until all work queued on this stream is done, waiting as
@@ -352,11 +371,51 @@ impl Stream {
         d: &DeviceAccess<'_>,
         what: &'static str,
     ) -> Result<()> {
-        if d.ctx.same_as(&self.state.ctx) {
-            Ok(())
-        } else {
-            Err(Error::ContextMismatch { op, what })
+        self.check_memory(op, d, what)
+    }
+
+    /// Checks, with no driver call, that an operation queued on this stream may use
+    /// the device memory `memory` describes: [`Error::ContextMismatch`] when it lives
+    /// in another context, [`Error::StreamMismatch`] when it may be used on one other
+    /// stream only (cudarc memory viewed for another stream, with the `cudarc`
+    /// feature). `op` and `what` name the operation and the argument in the error.
+    ///
+    /// Every operation of this workspace makes this check before anything else that
+    /// touches the driver; code queuing its own operations through raw handles can
+    /// make it too.
+    pub fn check_memory(
+        &self,
+        op: &'static str,
+        memory: &DeviceAccess<'_>,
+        what: &'static str,
+    ) -> Result<()> {
+        self.check_usable(op, memory.ctx, memory.tracker, what)
+    }
+
+    /// [`Stream::check_memory`] for a 2-D region of device memory.
+    pub fn check_memory_2d(
+        &self,
+        op: &'static str,
+        memory: &Device2dAccess<'_>,
+        what: &'static str,
+    ) -> Result<()> {
+        self.check_usable(op, memory.ctx, memory.tracker, what)
+    }
+
+    fn check_usable(
+        &self,
+        op: &'static str,
+        ctx: &Context,
+        tracker: &Tracker,
+        what: &'static str,
+    ) -> Result<()> {
+        if !ctx.same_as(&self.state.ctx) {
+            return Err(Error::ContextMismatch { op, what });
         }
+        if !tracker.allows_stream(self.state.raw) {
+            return Err(Error::StreamMismatch { op, what });
+        }
+        Ok(())
     }
 
     /// Queues one operation with this stream's context current; see

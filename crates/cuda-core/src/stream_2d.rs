@@ -221,10 +221,6 @@ impl Stream {
         d: &Device2dAccess<'_>,
         what: &'static str,
     ) -> Result<()> {
-        if d.ctx.same_as(self.context()) {
-            Ok(())
-        } else {
-            Err(crate::Error::ContextMismatch { op, what })
-        }
+        self.check_memory_2d(op, d, what)
     }
 }

@@ -36,6 +36,9 @@ pub(crate) struct StreamState {
     /// A `CU_EVENT_BLOCKING_SYNC` event, made at the first blocking wait, recorded
     /// and waited on to block until the stream's work is done.
     blocking: OnceLock<RawEvent>,
+    /// The cudarc stream this one wraps (`Stream::borrow_cudarc`), kept alive with it.
+    #[cfg(feature = "cudarc")]
+    pub(crate) cudarc: Option<Arc<cudarc::driver::CudaStream>>,
 }
 
 /// An event handle owned by a [`StreamState`].
@@ -61,6 +64,8 @@ impl StreamState {
             queued: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             blocking: OnceLock::new(),
+            #[cfg(feature = "cudarc")]
+            cudarc: None,
         }
     }
 
@@ -215,6 +220,10 @@ pub struct Tracker {
     /// access skip the lock (one atomic load) when nothing is queued.
     pending: AtomicU8,
     state: Mutex<Pending>,
+    /// cudarc memory (`crate::cudarc_bridge`): the one stream it may be used on, and
+    /// cudarc's event to record after each operation queued there.
+    #[cfg(feature = "cudarc")]
+    binding: Option<crate::cudarc_binding::Binding>,
 }
 
 impl Default for Tracker {
@@ -232,7 +241,30 @@ impl Tracker {
                 last_use: 0,
                 last_write: 0,
             }),
+            #[cfg(feature = "cudarc")]
+            binding: None,
         }
+    }
+
+    /// A tracker for cudarc memory taken for one stream: see
+    /// [`crate::cudarc_binding`].
+    #[cfg(feature = "cudarc")]
+    pub(crate) fn bound(binding: crate::cudarc_binding::Binding) -> Tracker {
+        Tracker {
+            binding: Some(binding),
+            ..Tracker::new()
+        }
+    }
+
+    /// Whether an operation queued on `stream` may use this memory: always, except
+    /// for cudarc memory taken for another stream.
+    pub(crate) fn allows_stream(&self, stream: CUstream) -> bool {
+        #[cfg(feature = "cudarc")]
+        if let Some(b) = &self.binding {
+            return b.allows(stream);
+        }
+        let _ = stream;
+        true
     }
 
     fn lock(&self) -> MutexGuard<'_, Pending> {
@@ -247,6 +279,9 @@ impl Tracker {
         Tracker {
             pending: AtomicU8::new(self.pending.load(Ordering::Acquire)),
             state: Mutex::new(st),
+            // Views of pinned (host) memory only: no cudarc binding to carry.
+            #[cfg(feature = "cudarc")]
+            binding: None,
         }
     }
 
@@ -306,6 +341,9 @@ pub(crate) struct Use<'a> {
     flag: &'a AtomicU8,
     state: MutexGuard<'a, Pending>,
     access: Access,
+    /// The memory's cudarc binding, run once the operation is queued.
+    #[cfg(feature = "cudarc")]
+    binding: Option<&'a crate::cudarc_binding::Binding>,
 }
 
 impl<'a> Use<'a> {
@@ -315,6 +353,8 @@ impl<'a> Use<'a> {
             flag: &tracker.pending,
             state: tracker.lock(),
             access,
+            #[cfg(feature = "cudarc")]
+            binding: tracker.binding.as_ref(),
         }
     }
 
@@ -352,6 +392,12 @@ impl<'a> Use<'a> {
 /// `uses` (already locked, in a fixed order: host before device): first waits for
 /// work on other streams that would race with it, then enqueues, then records the
 /// ticket in every tracker. Nothing is recorded when `enqueue` fails.
+///
+/// cudarc memory (`crate::cudarc_bridge`) then has cudarc's own record made, right
+/// after the operation is queued, whatever the caller does with its view next
+/// (dropping it or `mem::forget`-ing it changes nothing). Should cudarc fail to
+/// record it, the operation is waited for before the error is returned, so that no
+/// use of the memory is left in flight that cudarc does not know of.
 pub(crate) fn queue(
     stream: &Arc<StreamState>,
     uses: &mut [Option<Use<'_>>],
@@ -365,7 +411,33 @@ pub(crate) fn queue(
     for u in uses.iter_mut().flatten() {
         u.record(stream, ticket);
     }
+    #[cfg(feature = "cudarc")]
+    after_queue(stream, uses)?;
     Ok(())
+}
+
+/// Runs the cudarc bindings of `uses` once their operation is queued on `stream`;
+/// see [`queue`].
+#[cfg(feature = "cudarc")]
+fn after_queue(stream: &StreamState, uses: &[Option<Use<'_>>]) -> Result<()> {
+    let mut first_error = None;
+    for b in uses.iter().flatten().filter_map(|u| u.binding) {
+        // SAFETY: a tracker with a binding lives inside a `CudarcView` /
+        // `CudarcViewMut` whose borrows of cudarc's memory and stream are those the
+        // binding's guard held, and it is reached only through borrows of that view
+        // (`device_access`), as here: they are still valid.
+        if let Err(e) = unsafe { b.after_queue() } {
+            first_error.get_or_insert(e);
+        }
+    }
+    match first_error {
+        None => Ok(()),
+        Some(e) => {
+            // cudarc's event does not cover the operation: wait for it instead.
+            let _ = stream.synchronize();
+            Err(e)
+        }
+    }
 }
 
 #[cfg(test)]

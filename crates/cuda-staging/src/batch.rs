@@ -344,12 +344,7 @@ impl crate::StagingBuffer {
     ) -> Result<Landed<'_>> {
         let op = "download_batch";
         for s in &batch.srcs {
-            if !s.context().same_as(stream.context()) {
-                return Err(Error::ContextMismatch {
-                    op,
-                    what: "a part's device buffer",
-                });
-            }
+            stream.check_memory(op, &s.device_access(), "a part's device buffer")?;
         }
         let total = batch.layout.total;
         if total == 0 {
@@ -403,12 +398,7 @@ impl crate::StagingBuffer {
     ) -> Result<()> {
         let op = "upload_batch";
         for d in &batch.dsts {
-            if !d.context().same_as(stream.context()) {
-                return Err(Error::ContextMismatch {
-                    op,
-                    what: "a part's device buffer",
-                });
-            }
+            stream.check_memory(op, &d.device_access(), "a part's device buffer")?;
         }
         let total = batch.layout.total;
         if total == 0 {

@@ -41,7 +41,8 @@ pub(crate) fn no_bytes<'a, T: StagingPod>(n: usize) -> &'a mut [T] {
 }
 
 /// Validates a transfer of `n` elements against `memory` (a device buffer or a
-/// view) and `stream`; returns bytes.
+/// view) and `stream` (its context, and for cudarc memory its stream:
+/// `Stream::check_memory`); returns bytes.
 pub(crate) fn check_transfer<T: StagingPod>(
     op: &'static str,
     n: usize,
@@ -56,12 +57,7 @@ pub(crate) fn check_transfer<T: StagingPod>(
             len: memory.len(),
         });
     }
-    if !memory.context().same_as(stream.context()) {
-        return Err(Error::ContextMismatch {
-            op,
-            what: "the device buffer",
-        });
-    }
+    stream.check_memory(op, &memory.device_access(), "the device buffer")?;
     Ok(bytes)
 }
 

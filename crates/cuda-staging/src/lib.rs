@@ -21,6 +21,7 @@
 //! | is several outputs (or inputs) per frame | [`DownloadBatch`] / [`UploadBatch`] | one pinned region and one wait for all parts: a model's four outputs (4096, 16384, 65536 and 150528 B) took 14.9 µs batched, against 35.4 µs one call each |
 //! | is produced by code that can fail (a decoder meeting a corrupt frame) | [`StagingBuffer::try_upload_with`] / [`StagingRing::try_upload_with`] | as `upload_with`; an `Err` from your `fill` queues nothing and comes back as your own error ([`FillError::Fill`]) |
 //! | goes into, or comes from, part of a device buffer (slot `i` of a `[N, 3, H, W]` batch tensor) | any call above, given a view: `&mut buf.slice_mut(a..b)?` / `&buf.slice(a..b)?` | the same as for a whole buffer: a view is an address and a length, checked when it is made |
+//! | lives in cudarc's `CudaSlice`s, on cudarc's streams (feature `cudarc`) | any call above, given `&mut CudarcViewMut::new(&mut slice, &stream)?` / `&CudarcView::new(&slice, &stream)?`, with `stream = Stream::borrow_cudarc(&cu_stream)` | the same calls and guarantees; cudarc's events are waited for and recorded as its own copies do (`cudarc_bridge`'s docs), at cudarc's cost of one or two event waits per view and one event record per queued copy |
 //! | is a frame whose rows carry padding (a decoder's line size, a `cuMemAllocPitch` surface) | [`StagingBuffer::upload_2d`] / [`StagingBuffer::download_2d`]; [`StagingBuffer::upload_2d_with`] / [`StagingBuffer::download_2d_into`] to write or read the rows packed in pinned memory; [`StagingRing::upload_2d`] / [`StagingRing::download_2d`] in a pipeline | a host copy of the rows (skipping the host's padding) plus one `cuMemcpy2DAsync` to the device's pitch, instead of a copy per row or a repack on the CPU; see "2-D frames" below, and the "Pitched 2-D frames" table of `docs/measurements.md` |
 //! | moves through any call above, and you are tuning: you want to see which route each transfer took, on how many threads, in how long | any call above, with the optional `tracing` feature and a `tracing` subscriber (see "Seeing which route a transfer took" below) | nothing unless the feature is on; then one `DEBUG` span per transfer with its route, bytes, copy threads and time |
 //!
@@ -345,6 +346,13 @@ pub use calibration::{Calibration, CalibrationSample};
 pub use copy::copy_for_dma;
 #[doc(hidden)]
 pub use copy::copy_streaming;
+/// The cudarc the `cudarc` feature bridges to.
+#[cfg(feature = "cudarc")]
+pub use cuda_core::cudarc;
+/// cudarc's device memory and streams in every entry point (feature `cudarc`): see
+/// the module's docs for what it guarantees, the element types and the CUDA version.
+#[cfg(feature = "cudarc")]
+pub use cuda_core::cudarc_bridge::{self, CudarcView, CudarcViewMut};
 pub use cuda_core::{
     bytemuck, check_deferred_errors, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut,
     DeviceView, DeviceViewMut, Error, Event, HostRegistration, PinnedBuffer, Result, Stream,

@@ -9,18 +9,14 @@ use crate::StagingPod;
 pub(crate) const HOST_ROWS: &str = "the host rows";
 
 /// The rows of `region`, a 2-D device region of `T` that a transfer on `stream`
-/// moves: [`Error::ContextMismatch`] when it lives in another context.
+/// moves: [`Error::ContextMismatch`] when it lives in another context
+/// (`Stream::check_memory_2d`).
 pub(crate) fn device_rows<T: StagingPod>(
     op: &'static str,
     region: &impl DeviceSlice2d<T>,
     stream: &Stream,
 ) -> Result<Layout2d> {
-    if !region.context().same_as(stream.context()) {
-        return Err(Error::ContextMismatch {
-            op,
-            what: "the device region",
-        });
-    }
+    stream.check_memory_2d(op, &region.device_2d_access(), "the device region")?;
     Ok(region.layout())
 }
 

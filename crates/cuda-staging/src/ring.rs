@@ -436,12 +436,7 @@ impl StagingRing {
     ) -> Result<BatchTicket> {
         let op = "StagingRing::download_batch";
         for s in &batch.srcs {
-            if !s.context().same_as(stream.context()) {
-                return Err(Error::ContextMismatch {
-                    op,
-                    what: "a part's device buffer",
-                });
-            }
+            stream.check_memory(op, &s.device_access(), "a part's device buffer")?;
         }
         let total = batch.layout.total;
         if total == 0 {

@@ -72,7 +72,7 @@ fn draw_panel(
         .y_desc("GB/s")
         .x_label_formatter(&|v| human_bytes(v.round() as u64))
         .draw()?;
-    for (i, column) in t.columns.iter().enumerate() {
+    for (i, column) in t.sweep_columns().into_iter().enumerate() {
         let points: Vec<(f64, f64)> = sizes
             .iter()
             .filter_map(|&n| t.get(dir, n, column))

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The back-to-back columns in table order; any other column follows them, by name.
-pub(super) const COLUMN_ORDER: [&str; 8] = [
+pub(super) const COLUMN_ORDER: [&str; 10] = [
     "pageable",
     "pageable-async",
     "copy-in",
@@ -14,6 +14,8 @@ pub(super) const COLUMN_ORDER: [&str; 8] = [
     "raw-pinned",
     "cudarc-pinned",
     "cudarc-pageable",
+    "cudarc+copy-in",
+    "cudarc+resident",
     "copy-in-registered",
 ];
 
@@ -31,6 +33,8 @@ pub(super) const COLUMN_LEGEND: &str = "\
 | `raw-pinned` | a copy queued from or into a `PinnedBuffer`, then a stream sync: the floor |
 | `cudarc-pinned` | cudarc 0.19's `memcpy_htod` / `memcpy_dtoh` with its pinned host slice, then a sync |
 | `cudarc-pageable` | cudarc 0.19, the same with an ordinary `Vec` |
+| `cudarc+copy-in` | `copy-in` into or out of cudarc's `CudaSlice` through the bridge (feature `cudarc`: a `CudarcViewMut` / `CudarcView` made per call, on a `Stream` borrowed from cudarc's stream, cudarc's events waited for and recorded); the common shapes only |
+| `cudarc+resident` | `resident` into or out of cudarc's `CudaSlice` through the bridge, as for `cudarc+copy-in`; the common shapes only |
 ";
 
 /// The scenario of every criterion benchmark: transfers run back to back.

@@ -14,6 +14,16 @@ const SHAPE_SIZES: [(u64, &str); 3] = [
     (4_915_200, "640×640×3 f32"),
 ];
 
+/// Our staging on cudarc's memory (the bridge) and the same call on ours: the
+/// bridge's column, ours.
+const BRIDGE_PAIRS: [(&str, &str); 2] = [
+    ("cudarc+copy-in", "copy-in"),
+    ("cudarc+resident", "resident"),
+];
+
+/// The most the bridge may add to our own column's median (issue 25): 3%.
+const BRIDGE_OVERHEAD_MAX: f64 = 1.03;
+
 /// Medians indexed by direction, bytes and column, with the pageable baselines.
 pub(super) struct Table<'a> {
     pub(super) directions: Vec<String>,
@@ -80,6 +90,24 @@ impl<'a> Table<'a> {
                 ))
             })
             .collect()
+    }
+
+    /// The columns of the sweeps and the chart: all, except those measured only at the
+    /// common shapes when others were measured at more sizes (the bridge's columns,
+    /// which would otherwise fill the sweeps with empty cells).
+    pub(super) fn sweep_columns(&self) -> Vec<&String> {
+        let beyond_shapes = |c: &str| {
+            self.directions.iter().any(|d| {
+                self.sizes(d).into_iter().any(|n| {
+                    self.get(d, n, c).is_some() && !SHAPE_SIZES.iter().any(|(b, _)| *b == n)
+                })
+            })
+        };
+        let all: Vec<&String> = self.columns.iter().collect();
+        if !all.iter().any(|c| beyond_shapes(c)) {
+            return all;
+        }
+        all.into_iter().filter(|c| beyond_shapes(c)).collect()
     }
 
     /// (bytes, ratio vs the pageable baseline) wherever both exist.
@@ -164,10 +192,11 @@ pub(super) fn shapes_table(t: &Table) -> String {
 }
 
 pub(super) fn sweep_table(t: &Table, dir: &str) -> String {
-    let mut s = header_row(&["bytes", "size"], &t.columns);
+    let columns = t.sweep_columns();
+    let mut s = header_row(&["bytes", "size"], &columns);
     for bytes in t.sizes(dir) {
         let _ = write!(s, "| {bytes} | {} |", human_bytes(bytes));
-        for c in &t.columns {
+        for c in &columns {
             match t.get(dir, bytes, c) {
                 Some(r) => {
                     let _ = write!(
@@ -282,9 +311,51 @@ pub(super) fn reading(t: &Table) -> String {
                 )
             };
         }
+        s.push_str(&bridge_reading(t, dir));
     }
     if s.is_empty() {
         s.push_str("- Not enough columns were measured for a reading.\n");
+    } else if !BRIDGE_PAIRS
+        .iter()
+        .any(|(bridge, _)| t.columns.iter().any(|c| c == bridge))
+    {
+        s.push_str(
+            "- The cudarc bridge's columns (`cudarc+copy-in`, `cudarc+resident`) were not \
+             measured in this run.\n",
+        );
+    }
+    s
+}
+
+/// For one direction: each bridge column's time relative to ours at every size both
+/// were measured, against the target ([`BRIDGE_OVERHEAD_MAX`]).
+fn bridge_reading(t: &Table, dir: &str) -> String {
+    let mut s = String::new();
+    for (bridge, ours) in BRIDGE_PAIRS {
+        let pairs = t.pairs(dir, bridge, ours);
+        if pairs.is_empty() {
+            continue;
+        }
+        let each: Vec<String> = pairs
+            .iter()
+            .map(|(n, r)| format!("{} at {}", percent(*r), human_bytes(*n)))
+            .collect();
+        let missed: Vec<String> = pairs
+            .iter()
+            .filter(|(_, r)| *r > BRIDGE_OVERHEAD_MAX)
+            .map(|(n, _)| human_bytes(*n))
+            .collect();
+        let verdict = if missed.is_empty() {
+            "met".to_string()
+        } else {
+            format!("MISSED at {}", size_list(missed))
+        };
+        let _ = writeln!(
+            s,
+            "- {dir}: `{bridge}`'s time relative to `{ours}` (target: at most {}): {}; {verdict}.",
+            percent(BRIDGE_OVERHEAD_MAX),
+            size_list(each),
+        );
     }
     s
 }
@@ -292,8 +363,95 @@ pub(super) fn reading(t: &Table) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::{fake_back_to_back, machine};
+    use super::super::record::BACK_TO_BACK;
     use super::super::{markdown, Results};
     use super::*;
+
+    fn record(direction: &str, bytes: u64, column: &str, median_us: f64) -> Record {
+        Record {
+            scenario: BACK_TO_BACK,
+            direction: direction.into(),
+            bytes,
+            column: column.into(),
+            median_us,
+            low_us: median_us * 0.99,
+            high_us: median_us * 1.01,
+            p99_us: None,
+        }
+    }
+
+    /// The bridge's columns, measured at the common shapes only: in the shapes table
+    /// with their ratios, out of the sweeps and the chart, and in the reading against
+    /// our own columns with the 3% target.
+    #[test]
+    fn the_bridge_columns_sit_beside_ours_with_their_target() {
+        let mut records = Vec::new();
+        for (bytes, base) in [(65_536, 17.0), (150_528, 19.9), (4_915_200, 371.0)] {
+            records.push(record("H2D", bytes, "pageable", base));
+            records.push(record("H2D", bytes, "copy-in", base * 0.8));
+            records.push(record("H2D", bytes, "resident", base * 0.5));
+        }
+        records.push(record("H2D", 150_528, "cudarc+copy-in", 19.9 * 0.8 * 1.02));
+        records.push(record("H2D", 150_528, "cudarc+resident", 19.9 * 0.5 * 1.10));
+        records.push(record(
+            "H2D",
+            4_915_200,
+            "cudarc+copy-in",
+            371.0 * 0.8 * 1.01,
+        ));
+        records.push(record(
+            "H2D",
+            4_915_200,
+            "cudarc+resident",
+            371.0 * 0.5 * 1.005,
+        ));
+        let t = Table::new(&records);
+        assert_eq!(
+            t.columns,
+            [
+                "pageable",
+                "copy-in",
+                "resident",
+                "cudarc+copy-in",
+                "cudarc+resident"
+            ]
+        );
+        let shapes = shapes_table(&t);
+        assert!(
+            shapes.contains("| H2D 112×112×3 f32 | 150528 | 19.9 (1.00x) | 15.9 (1.25x) | 9.95 (2.00x) | 16.2 (1.23x) | 10.9 (1.82x) |"),
+            "{shapes}"
+        );
+        let sweep = sweep_table(&t, "H2D");
+        assert!(
+            sweep.starts_with("| bytes | size | pageable | copy-in | resident |\n"),
+            "{sweep}"
+        );
+        assert!(!sweep.contains("cudarc+"), "{sweep}");
+        let text = reading(&t);
+        assert!(
+            text.contains("- H2D: `cudarc+copy-in`'s time relative to `copy-in` (target: at most +3.0%): +2.0% at 147 KiB, +1.0% at 4.69 MiB; met.\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- H2D: `cudarc+resident`'s time relative to `resident` (target: at most +3.0%): +10.0% at 147 KiB, +0.5% at 4.69 MiB; MISSED at 147 KiB.\n"),
+            "{text}"
+        );
+        assert!(!text.contains("were not measured"), "{text}");
+
+        // Without them the tables are as before, and the reading says so.
+        let ours: Vec<Record> = records
+            .into_iter()
+            .filter(|r| !r.column.starts_with("cudarc+"))
+            .collect();
+        let t = Table::new(&ours);
+        assert!(!shapes_table(&t).contains("cudarc+"));
+        assert!(reading(&t).ends_with(
+            "- The cudarc bridge's columns (`cudarc+copy-in`, `cudarc+resident`) were not measured in this run.\n"
+        ));
+        // Measured at the common shapes only, every column stays in the sweeps.
+        let shapes_only: Vec<Record> = ours.into_iter().filter(|r| r.bytes != 65_536).collect();
+        assert_eq!(Table::new(&shapes_only).sweep_columns().len(), 3);
+    }
 
     #[test]
     fn renders_a_fake_criterion_tree() {

@@ -390,13 +390,7 @@ impl StagingBuffer {
         let mut copier = None;
         if route == Route::Staged {
             let c = self.copier(bytes, direction);
-            // Paced, what the caller would copy alone the driver copies as fast.
-            if self.routing.driver_after_gap
-                && !self.low_latency
-                && self.burst.paced()
-                && c.helpers() == 0
-                && crate::tuning::driver_after_gap(bytes, direction)
-            {
+            if self.paced_to_driver(c.helpers(), bytes, direction) {
                 route = Route::Driver;
             } else {
                 copier = Some(c);
@@ -482,6 +476,23 @@ impl StagingBuffer {
             let _ = stream.synchronize();
         }
         r
+    }
+
+    /// Whether a transfer of `bytes` moving `direction`, starting now (after
+    /// [`StagingBuffer::begin_transfer`]) with `helpers` pool helpers for its host
+    /// copy, goes to the driver's path instead: paced, what the caller would copy
+    /// alone the driver copies as fast ([`StagingBuffer::driver_after_gap`]).
+    pub(crate) fn paced_to_driver(
+        &self,
+        helpers: usize,
+        bytes: usize,
+        direction: Direction,
+    ) -> bool {
+        self.routing.driver_after_gap
+            && !self.low_latency
+            && self.burst.paced()
+            && helpers == 0
+            && crate::tuning::driver_after_gap(bytes, direction)
     }
 
     /// Before a transfer: note when it started (back to back or not).

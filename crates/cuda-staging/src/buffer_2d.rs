@@ -22,7 +22,10 @@ impl StagingBuffer {
     /// spreads them to `dst`'s pitch, queued on `stream` after the work already
     /// there. Contiguous host rows are copied as `upload` copies (split over the copy
     /// pool); padded ones row by row on the calling thread. Counted as a staged
-    /// transfer of `width * height * size_of::<T>()` bytes.
+    /// transfer of `width * height * size_of::<T>()` bytes. Routed as `upload`: a
+    /// paced transfer (after a gap, or within a frame's few) that the calling thread
+    /// would copy alone goes to the driver's own `cuMemcpy2D` from `src` instead
+    /// ([`StagingBuffer::driver_after_gap`]), counted as a direct transfer.
     ///
     /// Errors, before any driver call and changing nothing:
     /// [`Error::PitchTooSmall`](crate::Error::PitchTooSmall) when `src_pitch_bytes` is
@@ -45,13 +48,24 @@ impl StagingBuffer {
         if bytes == 0 {
             return Ok(());
         }
+        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
+        self.begin_transfer();
         let copier = self
             .copier(bytes, Direction::HostToDevice)
             .at_most(UPLOAD_MAX_THREADS)
             .last(true);
-        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
+        let copier = rows::copier_for(&host, copier);
+        if self.paced_to_driver(copier.helpers(), bytes, Direction::HostToDevice) {
+            span.route(SpanRoute::Driver);
+            span.no_copy();
+            let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
+            let r = stream.memcpy_2d_htod_sync_with(src, src_pitch_bytes, dst, wait);
+            let r = self.finish_driver_2d(r, bytes, Direction::HostToDevice);
+            span.outcome(&r);
+            return r;
+        }
         span.route(SpanRoute::Staged);
-        span.copied(rows::copier_for(&host, copier), bytes);
+        span.copied(copier, bytes);
         let src: &[u8] = bytemuck::cast_slice(src);
         let r = self.staged_upload_2d(dst, &device, stream, |pinned| {
             rows::pack(pinned, src, &host, copier)
@@ -86,6 +100,7 @@ impl StagingBuffer {
         let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
         span.route(SpanRoute::Staged);
         span.no_copy();
+        self.begin_transfer();
         let r = self.staged_upload_2d(dst, &device, stream, |pinned| {
             fill(cast_mut::<T>(pinned)?);
             Ok(())
@@ -100,8 +115,10 @@ impl StagingBuffer {
     ///
     /// One `cuMemcpy2DAsync` packs the rows into pinned memory, queued on `stream`
     /// after the work already there (so it sees that work's results); then they are
-    /// copied out to `dst`'s pitch. Errors as [`StagingBuffer::upload_2d`], for
-    /// `dst`.
+    /// copied out to `dst`'s pitch. Routed as [`StagingBuffer::upload_2d`]: a paced
+    /// download of more than 512 KiB of rows goes to the driver's `cuMemcpy2D` into
+    /// `dst` (outside tight loops no download wakes a copy helper). Errors as
+    /// [`StagingBuffer::upload_2d`], for `dst`.
     pub fn download_2d<T: StagingPod>(
         &mut self,
         dst: &mut [T],
@@ -116,10 +133,21 @@ impl StagingBuffer {
         if bytes == 0 {
             return Ok(());
         }
-        let copier = self.copier(bytes, Direction::DeviceToHost).last(true);
         let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
+        self.begin_transfer();
+        let copier = self.copier(bytes, Direction::DeviceToHost).last(true);
+        let copier = rows::copier_for(&host, copier);
+        if self.paced_to_driver(copier.helpers(), bytes, Direction::DeviceToHost) {
+            span.route(SpanRoute::Driver);
+            span.no_copy();
+            let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
+            let r = stream.memcpy_2d_dtoh_sync_with(src, dst, dst_pitch_bytes, wait);
+            let r = self.finish_driver_2d(r, bytes, Direction::DeviceToHost);
+            span.outcome(&r);
+            return r;
+        }
         span.route(SpanRoute::Staged);
-        span.copied(rows::copier_for(&host, copier), bytes);
+        span.copied(copier, bytes);
         let r = self
             .staged_download_2d(src, &device, stream)
             .and_then(|landed| rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier));
@@ -148,6 +176,7 @@ impl StagingBuffer {
         let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
         span.route(SpanRoute::Staged);
         span.no_copy();
+        self.begin_transfer();
         let r = self
             .staged_download_2d(src, &device, stream)
             .and_then(cast::<T>);
@@ -155,8 +184,27 @@ impl StagingBuffer {
         r
     }
 
+    /// After a 2-D transfer handed to the driver ([`StagingBuffer::paced_to_driver`]):
+    /// its end noted, and counted once landed.
+    fn finish_driver_2d(
+        &mut self,
+        r: Result<()>,
+        bytes: usize,
+        direction: Direction,
+    ) -> Result<()> {
+        self.finish_transfer();
+        r?;
+        self.stats.direct_transfers += 1;
+        match direction {
+            Direction::HostToDevice => self.stats.bytes_uploaded += bytes as u64,
+            Direction::DeviceToHost => self.stats.bytes_downloaded += bytes as u64,
+        }
+        Ok(())
+    }
+
     /// The staged upload the 2-D uploads share: pinned memory for `device`'s packed
     /// rows, `fill` writes them, one 2-D DMA to `dst`, the wait; counted once landed.
+    /// The caller has begun the transfer ([`StagingBuffer::begin_transfer`]).
     fn staged_upload_2d<T: StagingPod>(
         &mut self,
         dst: &mut impl DeviceSlice2dMut<T>,
@@ -165,7 +213,6 @@ impl StagingBuffer {
         fill: impl FnOnce(&mut [u8]) -> Result<()>,
     ) -> Result<()> {
         let bytes = device.packed_bytes();
-        self.begin_transfer();
         let r = self.queue_upload_2d(dst, device, stream, fill);
         self.finish_transfer();
         r?;
@@ -199,6 +246,7 @@ impl StagingBuffer {
 
     /// The staged download the 2-D downloads share: one 2-D DMA of `src`'s rows into
     /// pinned memory, packed, and the wait; counted once landed. Returns the rows.
+    /// The caller has begun the transfer ([`StagingBuffer::begin_transfer`]).
     fn staged_download_2d<T: StagingPod>(
         &mut self,
         src: &impl DeviceSlice2d<T>,
@@ -206,7 +254,6 @@ impl StagingBuffer {
         stream: &Stream,
     ) -> Result<&[u8]> {
         let bytes = device.packed_bytes();
-        self.begin_transfer();
         let r = self.queue_download_2d(src, device, stream);
         self.finish_transfer();
         r?;

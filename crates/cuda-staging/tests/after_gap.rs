@@ -21,7 +21,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::*;
-use cuda_staging::{DeviceBuffer, StagingBuffer, StagingStats, Stream};
+use cuda_staging::{DeviceBuffer, PitchedBuffer, StagingBuffer, StagingStats, Stream};
 
 /// The seed shape 112x112x3 f32 (150528 B), in bytes.
 const FRAME: usize = 150_528;
@@ -189,6 +189,65 @@ fn a_frames_later_transfers_are_paced_too_and_a_tight_loops_are_staged() {
     assert_eq!(routed(&staging, before), (4, 4));
     for (k, h) in hosts.iter().enumerate() {
         check(&format!("tight-loop download {k}"), h, s_down);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn paced_2d_transfers_the_caller_would_copy_alone_go_to_the_driver_and_keep_the_padding() {
+    let _serial = serial();
+    let (_ctx, stream) = gpu();
+    let mut staging = StagingBuffer::new();
+    // 64 rows of a 1920-pixel RGB frame from a decoder whose lines are 5824 B: padded
+    // host rows, copied row by row on the calling thread when staged. 368640 B of
+    // rows each way, so the download is in one piece and stays staged; a 1080-row
+    // frame (6220800 B) goes to the driver both ways.
+    for (height, download_route) in [(64usize, (1, 0)), (1080, (0, 1))] {
+        let (width, pitch) = (1920 * 3, 5824);
+        let s = seed();
+        let frame = pattern::<u8>(pitch * height, s);
+        let mut surface = PitchedBuffer::<u8>::alloc(width, height).expect("alloc");
+        // The buffer's first transfer of this size pins; the rest follow gaps.
+        staging
+            .upload_2d(&mut surface, &frame, pitch, &stream)
+            .expect("first upload_2d");
+        for round in 0..2 {
+            let before = staging.stats();
+            std::thread::sleep(GAP);
+            staging
+                .upload_2d(&mut surface, &frame, pitch, &stream)
+                .expect("upload_2d after a gap");
+            assert_eq!(
+                routed(&staging, before),
+                (0, 1),
+                "{height} rows, round {round}: upload"
+            );
+            // Back through the driver's own 2-D copy into a host buffer whose padding
+            // holds a sentinel that must survive.
+            let mut back = vec![0xA5u8; pitch * height];
+            let before = staging.stats();
+            std::thread::sleep(GAP);
+            staging
+                .download_2d(&mut back, pitch, &surface, &stream)
+                .expect("download_2d after a gap");
+            assert_eq!(
+                routed(&staging, before),
+                download_route,
+                "{height} rows, round {round}: download"
+            );
+            for r in 0..height {
+                let row = &back[r * pitch..r * pitch + width];
+                check_at(&format_args!("{height} rows: row {r}"), row, r * pitch, s);
+                if r + 1 < height {
+                    assert!(
+                        back[r * pitch + width..(r + 1) * pitch]
+                            .iter()
+                            .all(|&b| b == 0xA5),
+                        "{height} rows: the padding after row {r} was written"
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -128,20 +128,23 @@
 //! CPU per frame, all threads, measured on the 16-core H200 host in the bench run of
 //! the table at the end (the full tables, with p50 and p99 beside each figure, are
 //! in the workspace's `docs/measurements.md`):
-//! - `upload_with` / `download_into` spend at most 1.31 times their own latency in
-//!   CPU: only the calling thread runs.
+//! - `upload_with` / `download_into` spend 1.04-1.30 times their own median latency
+//!   in CPU (a mean over a median: the tail counts): only the calling thread runs.
 //! - `upload` / `download` in frame loops (a 2 or 16 ms sleep, or 2 ms of computing,
-//!   before each transfer) spend at most 1.81-2.44 times the CPU of the driver's
-//!   pageable copy, the most for downloads of 4 MiB and more, where they run 1.19-1.70
-//!   times faster than it at the least. Back to back: at most 2.41 times the driver's
-//!   CPU, for at least 1.20 times its speed.
-//! - Beside a thread computing on every other core, helpers join only where a core
-//!   is idle: at most 1.71 times the driver's CPU, and the neighbours keep at least
-//!   0.959 of their throughput.
+//!   before each transfer) spend at most 1.53-1.67 times the CPU of the driver's
+//!   pageable copy, the most for uploads of 1 to 16 MiB, which run 1.80-2.73 times
+//!   faster than it from 4 MiB (1.15-1.16 at 1 MiB after 2 ms gaps). Downloads over
+//!   512 KiB and uploads the caller would copy alone take the driver's path after a
+//!   gap: its speed (0.90-1.09 times, within the run's noise) at its CPU (0.90-1.11
+//!   times). Back to back: at most 1.68 times the driver's CPU, for 1.25-3.01 times
+//!   its speed.
+//! - Beside a thread computing on every other core: at most 1.09 times the driver's
+//!   CPU at 0.92-1.15 times its speed, and the neighbours keep at least 0.966 of
+//!   their throughput (0.970 beside the driver's own copy).
 //! - [`StagingBuffer::set_low_latency`] keeps a buffer's helpers spinning between
-//!   transfers: **one core per helper, continuously** (6.1-9.8 ms of CPU per frame
-//!   at 2 ms frames, 49-53 ms at 16 ms frames), for 0.74-2.01 times the default's
-//!   speed after a gap.
+//!   transfers: **one core per helper, continuously** (6.1-10.5 ms of CPU per frame
+//!   at 2 ms frames, 49-52 ms at 16 ms frames), for 1.22-3.97 times the driver's
+//!   speed after 2 ms gaps (0.64-2.60 after 16 ms).
 //!
 //! # 2-D frames
 //!
@@ -184,11 +187,11 @@
 //! [`StagingRing::set_wait_policy`]). The default polls for [`DEFAULT_SPIN`], then
 //! polls with [`POLL_SLEEP`] sleeps between: a download queued behind a model's run
 //! sleeps through the run instead of spinning a core for it (behind about 1 and 4 ms
-//! of GPU work: within 35-56 µs of a spinning wait's latency, for 123-370 µs of CPU
+//! of GPU work: within 21-48 µs of a spinning wait's latency, for 125-340 µs of CPU
 //! per call against the spin's whole wait). A transfer with nothing queued ahead of
 //! it keeps a spinning wait's latency. [`WaitPolicy::Spin`] spins through every wait;
-//! [`WaitPolicy::Block`] blocks in the driver (the least CPU, 100-180 µs of
-//! wake-up).
+//! [`WaitPolicy::Block`] blocks in the driver (the least CPU, 62-104 µs, for
+//! 85-152 µs of wake-up).
 //!
 //! # Stream semantics
 //!

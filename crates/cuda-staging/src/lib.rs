@@ -191,7 +191,7 @@
 //! per call against the spin's whole wait). A transfer with nothing queued ahead of
 //! it keeps a spinning wait's latency. [`WaitPolicy::Spin`] spins through every wait;
 //! [`WaitPolicy::Block`] blocks in the driver (the least CPU, 62-104 µs, for
-//! 85-152 µs of wake-up).
+//! 93-152 µs of wake-up).
 //!
 //! # Stream semantics
 //!

@@ -175,7 +175,7 @@ impl Drop for StreamState {
     fn drop(&mut self) {
         if let Some(RawEvent(e)) = self.blocking.take() {
             let _g = self.ctx.enter();
-            // SAFETY: the event was made by `block` and is used by nothing else now.
+            // SAFETY: the event was made by `end_event` and is used by nothing else now.
             if let Err(e) = unsafe { result::event_destroy(e) } {
                 deferred::record("cuEventDestroy", e);
             }

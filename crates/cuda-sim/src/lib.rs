@@ -1,0 +1,43 @@
+//! A simulated CUDA driver: a shared library with libcuda's C ABI and symbol names
+//! that runs on the CPU, loaded in place of the real driver to run a GPU test suite
+//! where there is no GPU, and to hunt the ordering bugs a fast GPU hides.
+//!
+//! It is a test tool, not a fallback: it proves ordering and error handling, never
+//! speed. `docs/simulator.md` lists what it models, every check in which it is
+//! stricter than the driver, and what it does not model.
+//!
+//! - **Devices and contexts**: `CUDA_SIM_DEVICES` devices of `CUDA_SIM_DEVICE_MEMORY`
+//!   bytes each ([`config`]), primary and created contexts, the per-thread stack of
+//!   current contexts.
+//! - **Memory**: device allocations at addresses the host cannot dereference
+//!   ([`vaspace`]), their bytes elsewhere ([`backing`]); page-locked host memory,
+//!   allocated or registered; pointer attributes ([`memory`]).
+//! - **Streams**: each stream a FIFO run by its own thread; events; the legacy
+//!   default stream's implicit synchronisation; per-thread default streams
+//!   ([`stream`], [`submit`]); stream capture and graphs ([`capture`]).
+//! - **Adversarial timing**: a seeded delay before each operation ([`jitter`]).
+//! - **Race detection** ([`inflight`]): checksums of queued page-locked sources,
+//!   poisoned page-locked destinations, frees of memory queued work still uses.
+//! - **Faults**: `CUDA_SIM_FAULT=CODE@N`, the extra entry point `cuSimInjectFault`,
+//!   and the one built-in kernel, `fault_after` ([`module`]).
+//!
+//! The entry points are in [`api`]; each returns the driver's code.
+
+mod api;
+mod backing;
+mod capture;
+mod config;
+mod context;
+mod device;
+mod errors;
+mod event;
+mod inflight;
+mod jitter;
+mod memory;
+mod module;
+mod ops;
+mod state;
+mod stream;
+mod submit;
+mod table;
+mod vaspace;

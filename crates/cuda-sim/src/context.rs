@@ -13,6 +13,9 @@ use crate::state::sim;
 use crate::stream::{Stream, StreamKind};
 use crate::table::lock;
 
+/// `CU_CTX_SCHED_BLOCKING_SYNC`.
+pub const SCHED_BLOCKING_SYNC: u32 = 4;
+
 /// A context.
 pub struct Context {
     /// Its handle (`CUcontext`).
@@ -67,6 +70,12 @@ impl Context {
             });
         }
         sim().device(self.device).sticky()
+    }
+
+    /// Whether a program's waits in this context block rather than spin
+    /// (`CU_CTX_SCHED_BLOCKING_SYNC`).
+    pub fn blocking_sync(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & SCHED_BLOCKING_SYNC != 0
     }
 
     /// Whether the context is retained (primary) or not destroyed (created).

@@ -200,6 +200,20 @@ impl Stream {
         self.wait_for(self.last());
     }
 
+    /// A program's wait for operation `seq` (`cuStreamSynchronize`, `cuEventSynchronize`):
+    /// as the driver waits by default, the calling thread spins (yielding its core
+    /// to other threads between looks) unless `block`, for a blocking-sync event or
+    /// a context made with `CU_CTX_SCHED_BLOCKING_SYNC`.
+    pub fn host_wait(&self, seq: u64, block: bool) {
+        if block {
+            self.wait_for(seq);
+        } else {
+            while self.completed() < seq {
+                std::thread::yield_now();
+            }
+        }
+    }
+
     /// Lets the thread end once the queue is empty.
     pub fn close(&self) {
         lock(&self.q).closing = true;

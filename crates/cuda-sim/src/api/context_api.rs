@@ -187,7 +187,7 @@ export! {
         let c = context::current_usable()?;
         crate::capture::refuse_context_sync(&c)?;
         for s in c.streams() {
-            s.drain();
+            s.host_wait(s.last(), c.blocking_sync());
         }
         c.usable()
     }

@@ -8,6 +8,9 @@ use super::{out, stream_of, Handle};
 use crate::context::current_usable;
 use crate::errors::{Res, CAPTURED_EVENT, INVALID_HANDLE, INVALID_VALUE, NOT_READY};
 use crate::event::{Event, DISABLE_TIMING, INTERPROCESS};
+
+/// `CU_EVENT_BLOCKING_SYNC`: `cuEventSynchronize` blocks instead of spinning.
+const BLOCKING_SYNC: u32 = 1;
 use crate::ops::Work;
 use crate::state::sim;
 use crate::submit::submit;
@@ -85,15 +88,15 @@ export! {
         if event_of(event)?.query()? { Ok(()) } else { Err(NOT_READY) }
     }
 
-    /// `cuEventSynchronize`: waits for the recorded work (the simulator always
-    /// blocks; `CU_EVENT_BLOCKING_SYNC` changes only how a real driver waits).
+    /// `cuEventSynchronize`: waits for the recorded work, spinning unless the event is
+    /// blocking-sync.
     fn cuEventSynchronize(event: Handle) {
         let e = event_of(event)?;
         if e.capture().is_some() {
             return Err(CAPTURED_EVENT);
         }
         if let Some((s, seq)) = e.target() {
-            s.wait_for(seq);
+            s.host_wait(seq, e.flags & BLOCKING_SYNC != 0 || e.ctx.blocking_sync());
         }
         e.ctx.usable()
     }

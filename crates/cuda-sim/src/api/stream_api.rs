@@ -94,7 +94,7 @@ export! {
     fn cuStreamSynchronize(stream: Handle) {
         let s = stream_of(stream)?;
         capture::refuse_sync(&s)?;
-        s.drain();
+        s.host_wait(s.last(), s.ctx.blocking_sync());
         s.ctx.usable()
     }
 

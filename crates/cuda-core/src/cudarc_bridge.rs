@@ -325,89 +325,47 @@ pub trait CudarcMemoryMut<'a, T>: sealed::Write<'a, T> {}
 
 impl<'a, T, M: sealed::Write<'a, T>> CudarcMemoryMut<'a, T> for M {}
 
-impl<'a, T> sealed::Read<'a, T> for &'a CudaSlice<T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(*self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(*self)
-    }
-    fn device_ptr(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        DevicePtr::device_ptr(self, stream)
-    }
+/// The sealed traits for cudarc's memory types: the length and the context from
+/// cudarc's own `DeviceSlice`, the pointer through `$get` (cudarc's `DevicePtr` /
+/// `DevicePtrMut` for borrowed memory, a view's own method for a view taken by
+/// value).
+macro_rules! cudarc_memory {
+    ($trait:ident :: $method:ident via $get:path, by ref: $($ty:ty),+) => {
+        $(
+            impl<'a, T> sealed::$trait<'a, T> for $ty {
+                fn len(&self) -> usize {
+                    CudarcSlice::len(*self)
+                }
+                fn context(&self) -> CUcontext {
+                    sealed::context_of(*self)
+                }
+                fn $method(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
+                    $get(self, stream)
+                }
+            }
+        )+
+    };
+    ($trait:ident :: $method:ident via $get:path, by value: $ty:ty) => {
+        impl<'a, T> sealed::$trait<'a, T> for $ty {
+            fn len(&self) -> usize {
+                CudarcSlice::len(self)
+            }
+            fn context(&self) -> CUcontext {
+                sealed::context_of(self)
+            }
+            fn $method(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
+                $get(self, stream)
+            }
+        }
+    };
 }
 
-impl<'a, T> sealed::Read<'a, T> for &'a CudaView<'_, T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(*self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(*self)
-    }
-    fn device_ptr(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        DevicePtr::device_ptr(self, stream)
-    }
-}
-
-impl<'a, T> sealed::Read<'a, T> for &'a CudaViewMut<'_, T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(*self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(*self)
-    }
-    fn device_ptr(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        DevicePtr::device_ptr(self, stream)
-    }
-}
-
-impl<'a, T> sealed::Read<'a, T> for CudaView<'a, T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(self)
-    }
-    fn device_ptr(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        self.view_ptr(stream)
-    }
-}
-
-impl<'a, T> sealed::Write<'a, T> for &'a mut CudaSlice<T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(*self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(*self)
-    }
-    fn device_ptr_mut(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        DevicePtrMut::device_ptr_mut(self, stream)
-    }
-}
-
-impl<'a, T> sealed::Write<'a, T> for &'a mut CudaViewMut<'_, T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(*self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(*self)
-    }
-    fn device_ptr_mut(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        DevicePtrMut::device_ptr_mut(self, stream)
-    }
-}
-
-impl<'a, T> sealed::Write<'a, T> for CudaViewMut<'a, T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(self)
-    }
-    fn device_ptr_mut(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        self.view_ptr_mut(stream)
-    }
-}
+cudarc_memory!(Read::device_ptr via DevicePtr::device_ptr, by ref:
+    &'a CudaSlice<T>, &'a CudaView<'_, T>, &'a CudaViewMut<'_, T>);
+cudarc_memory!(Read::device_ptr via CudaView::view_ptr, by value: CudaView<'a, T>);
+cudarc_memory!(Write::device_ptr_mut via DevicePtrMut::device_ptr_mut, by ref:
+    &'a mut CudaSlice<T>, &'a mut CudaViewMut<'_, T>);
+cudarc_memory!(Write::device_ptr_mut via CudaViewMut::view_ptr_mut, by value: CudaViewMut<'a, T>);
 
 /// The checks of `new`, before any driver call: `stream` wraps a cudarc stream,
 /// `memory_ctx` is its context, `len` elements of `T` fit a byte count. Returns

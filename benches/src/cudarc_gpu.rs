@@ -58,7 +58,7 @@ impl CudarcGpu {
         // again so that our calls find it current (`Context::enter` then pushes
         // nothing).
         ours.ctx.bind_to_thread().map_err(|e| e.to_string())?;
-        let bridge = cuda_core::Stream::borrow_cudarc(&stream);
+        let bridge = cuda_core::Stream::borrow_cudarc(&stream).expect("borrow cudarc stream");
         Ok(CudarcGpu {
             ctx,
             stream,

@@ -62,7 +62,7 @@ impl Stream {
                 len * elem,
             );
         }
-        self.queue_batch(&mut uses, &mut copies, Direction::DeviceToHost)
+        self.queue_batch(op, &mut uses, &mut copies, Direction::DeviceToHost)
     }
 
     /// Queues copies of `src` from element `offsets[i]` on into each `dsts[i]` (its
@@ -96,7 +96,7 @@ impl Stream {
                 len * elem,
             );
         }
-        self.queue_batch(&mut uses, &mut copies, Direction::HostToDevice)
+        self.queue_batch(op, &mut uses, &mut copies, Direction::HostToDevice)
     }
 
     /// Locks the host side's trackers and each distinct device tracker (two views of
@@ -125,8 +125,12 @@ impl Stream {
         uses
     }
 
+    /// Queues the batch: one `cuMemcpyBatchAsync`, or one copy after another. Should
+    /// one of those fail, the ones before it are queued: [`crate::tracking::queue`]
+    /// tracks a failed operation as if all of it were.
     fn queue_batch(
         &self,
+        op: &'static str,
         uses: &mut [Option<Use<'_>>],
         copies: &mut Copies,
         direction: Direction,
@@ -135,7 +139,7 @@ impl Stream {
             return Ok(());
         }
         let raw = self.as_raw();
-        self.queue(uses, || {
+        self.queue(op, uses, || {
             let n = copies.n;
             if result::has_memcpy_batch() {
                 // SAFETY: every destination and source lies inside the tracked,

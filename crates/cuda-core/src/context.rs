@@ -267,12 +267,17 @@ impl Context {
         result::ctx_synchronize()
     }
 
-    /// After a failed wait: waits for the whole context, its own error ignored (the
-    /// failed wait's is the one to report), so that no queued copy is left running
-    /// into or out of memory the caller then reuses or frees. The rule of both
-    /// `Stream::synchronize` and `Event::synchronize`.
-    pub(crate) fn settle_after_failed_wait(&self) {
-        let _ = self.synchronize();
+    /// After a wait that failed with `failed`: whether the work it waited for is
+    /// known to be over, so that the memory that work used may be reused or freed.
+    /// It is when the error poisons the context (a sticky fault: nothing of it runs
+    /// any more), or else once a wait for the whole context (`cuCtxSynchronize`)
+    /// succeeds or fails with a sticky fault. Any other outcome leaves it unknown: a
+    /// stream being captured into a graph, for one, cannot be waited for at all, and
+    /// its copies queued before the capture may still be running. The rule of both
+    /// `Stream::synchronize` and `Event::synchronize`; the context wait's own error is
+    /// not returned (the failed wait's is the one to report).
+    pub(crate) fn settle_after_failed_wait(&self, failed: &crate::Error) -> bool {
+        ends_work(failed) || self.synchronize().map_or_else(|e| ends_work(&e), |()| true)
     }
 
     /// The device's name, e.g. "NVIDIA H200".
@@ -349,4 +354,12 @@ impl fmt::Debug for ContextGuard<'_> {
             .field("pushed", &self.pushed)
             .finish()
     }
+}
+
+/// Whether a failed wait's error means that nothing of the context runs any more: a
+/// sticky fault (see [`crate::Error::is_sticky`]), or a driver shutting down
+/// (`CUDA_ERROR_DEINITIALIZED`, at process exit).
+fn ends_work(e: &crate::Error) -> bool {
+    e.is_sticky()
+        || matches!(e, crate::Error::Driver(d) if d.code() == cuda_sys::CUDA_ERROR_DEINITIALIZED)
 }

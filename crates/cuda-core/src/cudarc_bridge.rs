@@ -24,7 +24,7 @@
 //! let cu_stream = ctx.new_stream()?;
 //! let mut input = cu_stream.alloc_zeros::<f32>(1024)?;
 //! // Ours, on cudarc's stream (once; it keeps cudarc's stream alive).
-//! let stream = Stream::borrow_cudarc(&cu_stream);
+//! let stream = Stream::borrow_cudarc(&cu_stream)?;
 //! let mut host = PinnedBuffer::<f32>::alloc_in(stream.context(), 1024)?;
 //! host.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32);
 //! // Upload into cudarc's slice, queued on its stream...
@@ -92,6 +92,62 @@
 //! millisecond of GPU work (run it under `compute-sanitizer`); a view passed with
 //! another stream, memory of another context and a stream not from cudarc refused
 //! before any driver call; a forgotten view after a ring transfer.
+//!
+//! # Soundness: what the bridge assumes of cudarc's streams
+//!
+//! Every guarantee above rests on one record per [`Stream`]: the tickets of the
+//! operations queued through it and the mark of those known complete, raised only by
+//! a wait that saw the work over. cudarc hands out streams for which that mark could
+//! move past running work; each kind is handled so that safe code cannot make it:
+//!
+//! - **Streams of `new_stream` / `fork`** (and foreign streams wrapped with the
+//!   `unsafe` [`Stream::from_raw_borrowed`]): one stream whatever the thread, as
+//!   assumed.
+//! - **The default stream** (`CudaContext::default_stream`, the legacy `NULL` handle;
+//!   likewise `CU_STREAM_LEGACY`): the driver resolves that handle against the calling
+//!   thread's *current* context, which cudarc changes whenever another context is made
+//!   or bound. So every driver call this workspace makes on a stream, waits and
+//!   queries included, is made with the stream's own context current.
+//! - **The per-thread stream** (`CudaContext::per_thread_stream`,
+//!   `CU_STREAM_PER_THREAD`): a different stream on every thread, which one `Send +
+//!   Sync` record cannot follow. [`Stream::borrow_cudarc`] refuses it
+//!   ([`Error::InvalidArgument`]), and `from_raw_borrowed` forbids it.
+//! - **Stream capture** (`CudaStream::begin_capture`, safe in cudarc): work queued on
+//!   a capturing stream is recorded into a graph and runs at each launch of it, not in
+//!   the stream, and the stream cannot be waited for meanwhile. So:
+//!   - nothing is queued on a capturing stream: every operation on a stream this
+//!     crate did not create (and [`Event::record`](crate::Event::record) on one) asks
+//!     the driver first (`cuStreamIsCapturing`, one call) and refuses with
+//!     [`Error::StreamCapturing`], before anything is queued. Streams this crate
+//!     created skip the check: no capture API of this workspace takes them, and they
+//!     can join no capture through an event, since `Event::record` refuses capturing
+//!     streams;
+//!   - a wait that fails while the stream is captured (work queued before the
+//!     capture began) leaves that work pending instead of counting it as over. The
+//!     memory it uses then says so: its fallible accessors (`as_slice`, `wait`, a
+//!     ring ticket's `wait`) return the error, `Deref` panics rather than hand out
+//!     bytes a DMA may still write, `Drop` leaks the memory rather than free it under
+//!     the DMA (the error is recorded for [`crate::check_deferred_errors`]), and the
+//!     `_sync` copies, whose host memory is borrowed for the call only, wait again
+//!     every millisecond until the capture ends. Synchronise the stream before
+//!     beginning a capture on it, and none of this arises.
+//!
+//!   One case remains that no check can exclude, because the check and the queueing
+//!   are two driver calls: another thread beginning a capture on the very stream in
+//!   the instant between them (or beginning and ending one there). Do not begin a
+//!   capture on a stream while another thread queues through this workspace on it.
+//!   The same holds for cudarc's own copies into its pinned host memory.
+//! - **Event tracking switched off** (`disable_event_tracking`, `unsafe` in cudarc):
+//!   ordering across streams is then the caller's, as above; our own record of queued
+//!   work is unaffected.
+//!
+//! The checks cost one `cuCtxGetCurrent` per wait (the context enter) on every
+//! stream, and one `cuStreamIsCapturing` per queued operation on borrowed streams;
+//! `docs/measurements.md`'s `cudarc+` columns are measured with them. The GPU tests
+//! `crates/cuda-staging/tests/cudarc_bridge/soundness.rs` reproduce each case: a
+//! download on cudarc's default stream read while another context is current, the
+//! per-thread stream refused, a copy refused on a capturing stream, and memory whose
+//! copy was queued before a capture not freed or read until it has landed.
 //!
 //! # Element types
 //!
@@ -194,8 +250,28 @@ impl Stream {
     /// from cudarc's. Everything queued through it is in the stream order of cudarc's
     /// own work on `stream`; views of cudarc's memory are made with it
     /// ([`CudarcView::new`]). No driver call.
-    pub fn borrow_cudarc(stream: &Arc<CudaStream>) -> Stream {
-        Stream::wrap_cudarc(&Context::wrap_cudarc(stream.context()), stream)
+    ///
+    /// cudarc's per-thread stream (`CudaContext::per_thread_stream`, the handle
+    /// `CU_STREAM_PER_THREAD`) is refused with [`Error::InvalidArgument`]: that
+    /// handle names another stream on every thread, and a [`Stream`] (`Send` and
+    /// `Sync`) keeps one record of queued work for one stream. The default stream
+    /// (`default_stream`, the legacy `NULL` handle) is taken: every wait on it is
+    /// made in its context. See "Soundness" in the module docs.
+    pub fn borrow_cudarc(stream: &Arc<CudaStream>) -> Result<Stream> {
+        let raw: cuda_sys::CUstream = stream.cu_stream().cast();
+        if raw == cuda_sys::CU_STREAM_PER_THREAD {
+            return Err(Error::InvalidArgument {
+                op: "Stream::borrow_cudarc",
+                reason: "cudarc's per-thread stream (CU_STREAM_PER_THREAD) names a different \
+                         stream on every thread; borrow a stream of cudarc's new_stream, or \
+                         its default_stream"
+                    .into(),
+            });
+        }
+        Ok(Stream::wrap_cudarc(
+            &Context::wrap_cudarc(stream.context()),
+            stream,
+        ))
     }
 
     /// The cudarc stream this one wraps, when it was made by
@@ -249,89 +325,47 @@ pub trait CudarcMemoryMut<'a, T>: sealed::Write<'a, T> {}
 
 impl<'a, T, M: sealed::Write<'a, T>> CudarcMemoryMut<'a, T> for M {}
 
-impl<'a, T> sealed::Read<'a, T> for &'a CudaSlice<T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(*self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(*self)
-    }
-    fn device_ptr(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        DevicePtr::device_ptr(self, stream)
-    }
+/// The sealed traits for cudarc's memory types: the length and the context from
+/// cudarc's own `DeviceSlice`, the pointer through `$get` (cudarc's `DevicePtr` /
+/// `DevicePtrMut` for borrowed memory, a view's own method for a view taken by
+/// value).
+macro_rules! cudarc_memory {
+    ($trait:ident :: $method:ident via $get:path, by ref: $($ty:ty),+) => {
+        $(
+            impl<'a, T> sealed::$trait<'a, T> for $ty {
+                fn len(&self) -> usize {
+                    CudarcSlice::len(*self)
+                }
+                fn context(&self) -> CUcontext {
+                    sealed::context_of(*self)
+                }
+                fn $method(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
+                    $get(self, stream)
+                }
+            }
+        )+
+    };
+    ($trait:ident :: $method:ident via $get:path, by value: $ty:ty) => {
+        impl<'a, T> sealed::$trait<'a, T> for $ty {
+            fn len(&self) -> usize {
+                CudarcSlice::len(self)
+            }
+            fn context(&self) -> CUcontext {
+                sealed::context_of(self)
+            }
+            fn $method(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
+                $get(self, stream)
+            }
+        }
+    };
 }
 
-impl<'a, T> sealed::Read<'a, T> for &'a CudaView<'_, T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(*self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(*self)
-    }
-    fn device_ptr(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        DevicePtr::device_ptr(self, stream)
-    }
-}
-
-impl<'a, T> sealed::Read<'a, T> for &'a CudaViewMut<'_, T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(*self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(*self)
-    }
-    fn device_ptr(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        DevicePtr::device_ptr(self, stream)
-    }
-}
-
-impl<'a, T> sealed::Read<'a, T> for CudaView<'a, T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(self)
-    }
-    fn device_ptr(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        self.view_ptr(stream)
-    }
-}
-
-impl<'a, T> sealed::Write<'a, T> for &'a mut CudaSlice<T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(*self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(*self)
-    }
-    fn device_ptr_mut(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        DevicePtrMut::device_ptr_mut(self, stream)
-    }
-}
-
-impl<'a, T> sealed::Write<'a, T> for &'a mut CudaViewMut<'_, T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(*self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(*self)
-    }
-    fn device_ptr_mut(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        DevicePtrMut::device_ptr_mut(self, stream)
-    }
-}
-
-impl<'a, T> sealed::Write<'a, T> for CudaViewMut<'a, T> {
-    fn len(&self) -> usize {
-        CudarcSlice::len(self)
-    }
-    fn context(&self) -> CUcontext {
-        sealed::context_of(self)
-    }
-    fn device_ptr_mut(self, stream: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
-        self.view_ptr_mut(stream)
-    }
-}
+cudarc_memory!(Read::device_ptr via DevicePtr::device_ptr, by ref:
+    &'a CudaSlice<T>, &'a CudaView<'_, T>, &'a CudaViewMut<'_, T>);
+cudarc_memory!(Read::device_ptr via CudaView::view_ptr, by value: CudaView<'a, T>);
+cudarc_memory!(Write::device_ptr_mut via DevicePtrMut::device_ptr_mut, by ref:
+    &'a mut CudaSlice<T>, &'a mut CudaViewMut<'_, T>);
+cudarc_memory!(Write::device_ptr_mut via CudaViewMut::view_ptr_mut, by value: CudaViewMut<'a, T>);
 
 /// The checks of `new`, before any driver call: `stream` wraps a cudarc stream,
 /// `memory_ctx` is its context, `len` elements of `T` fit a byte count. Returns

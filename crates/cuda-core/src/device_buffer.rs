@@ -229,10 +229,16 @@ impl<T: Pod> DeviceBuffer<T> {
         if !self.owned || self.ptr == 0 {
             return waited;
         }
+        if self.tracker.may_be_pending(true) {
+            // The failed wait left a queued use running, for all we know: the memory
+            // is leaked, not freed under it.
+            self.ptr = 0;
+            return waited;
+        }
         let _g = self.ctx.enter()?;
         let ptr = std::mem::replace(&mut self.ptr, 0);
         // SAFETY: we allocated `ptr` and cleared our copy of it; queued work that used
-        // it is complete (waited above; after a failed wait the stream's work is over).
+        // it is complete (waited above, or known over after a failed wait).
         unsafe { result::mem_free(ptr) }.and(waited)
     }
 }

@@ -114,6 +114,16 @@ pub enum Error {
         /// Which argument is bound to another stream.
         what: &'static str,
     },
+    /// An operation refused because its stream is being captured into a CUDA graph
+    /// (a cudarc stream after `CudaStream::begin_capture`, or another library's):
+    /// this crate tracks when queued work completes, and captured work runs only when
+    /// the graph is launched, so it queues nothing on a capturing stream. Raised
+    /// before anything is queued; nothing changed. See `cudarc_bridge`, "Soundness".
+    #[error("{op}: the stream is being captured into a CUDA graph; this crate queues nothing on a capturing stream (queue it before the capture begins or after it ends)")]
+    StreamCapturing {
+        /// What was attempted.
+        op: &'static str,
+    },
     /// Any other argument the call cannot accept.
     #[error("invalid argument to {op}: {reason}")]
     InvalidArgument {

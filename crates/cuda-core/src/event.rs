@@ -76,6 +76,11 @@ impl Event {
 
     /// Records the event at the current end of `stream`, which must belong to the
     /// event's context ([`Error::ContextMismatch`] otherwise).
+    ///
+    /// A stream this crate did not create is refused while it is being captured into
+    /// a graph ([`Error::StreamCapturing`]): an event recorded inside a capture marks
+    /// no point of the stream's real work, and a stream of ours that waited for it
+    /// would join the capture.
     pub fn record(&mut self, stream: &Stream) -> Result<()> {
         if !stream.context().same_as(&self.ctx) {
             return Err(Error::ContextMismatch {
@@ -87,6 +92,7 @@ impl Event {
         // Read before recording: everything issued so far is queued ahead of it.
         let ticket = state.latest();
         let _g = self.ctx.enter()?;
+        state.refuse_capture("Event::record")?;
         // SAFETY: both handles are alive while borrowed, in the same context.
         unsafe { result::event_record(self.raw, stream.as_raw()) }?;
         self.recorded = Some((Arc::clone(state), ticket));
@@ -98,9 +104,9 @@ impl Event {
     /// polling with short sleeps between). An event never recorded is done.
     ///
     /// When the wait fails, it waits for the whole context before returning the
-    /// error, and the work recorded before the event counts as over (done, or ended
-    /// by the failure): the same rule as a failed [`Stream::synchronize`], so that
-    /// memory that work used may be reused or freed.
+    /// error, and the work recorded before the event counts as over when that shows
+    /// it ended (done, or ended by a sticky fault): the same rule as a failed
+    /// [`Stream::synchronize`], so that memory that work used may be reused or freed.
     pub fn synchronize(&self) -> Result<()> {
         self.synchronize_with(WaitPolicy::default())
     }
@@ -108,10 +114,11 @@ impl Event {
     /// [`Event::synchronize`], waiting as `policy` says.
     pub fn synchronize_with(&self, policy: WaitPolicy) -> Result<()> {
         let r = self.wait(policy);
-        if r.is_err() {
-            self.ctx.settle_after_failed_wait();
+        if r.as_ref()
+            .map_or_else(|e| self.ctx.settle_after_failed_wait(e), |()| true)
+        {
+            self.completed();
         }
-        self.completed();
         r
     }
 

@@ -31,6 +31,14 @@ use crate::{deferred, result};
 ///
 /// Registration is expensive (milliseconds for tens of MiB): register long-lived
 /// buffers once, not per transfer.
+///
+/// Do not `mem::forget` a guard of borrowed memory. Forgetting it is safe (no queued
+/// copy can use borrowed memory), but it leaves the pages registered after the borrow
+/// ends. Should that memory then be freed and the address range reused by a later
+/// allocation, the driver still answers "page-locked" for it (so does
+/// `cuda-staging`'s check, which asks the driver), and a copy at that address moves
+/// the old registration's pages: wrong data, silently. Nothing can detect a
+/// forgotten guard; drop it or call [`HostRegistration::unregister`].
 pub struct HostRegistration<'a, T: Pod> {
     data: &'a mut [T],
     ctx: Context,
@@ -88,9 +96,14 @@ impl<'a, T: Pod> HostRegistration<'a, T> {
 
     fn release(&mut self) -> Result<()> {
         let waited = self.tracker.wait_host(true);
+        if self.tracker.may_be_pending(true) {
+            // A queued copy may still use the pages: they stay registered (queued
+            // copies take only `'static` registrations, whose memory is never freed).
+            return waited;
+        }
         let _g = self.ctx.enter()?;
         // SAFETY: `data` was registered in `new` and is still borrowed; queued copies
-        // that use it are complete (waited above, or over after a failed wait).
+        // that use it are complete (waited above, or known over after a failed wait).
         unsafe { result::mem_host_unregister(self.data.as_mut_ptr().cast()) }.and(waited)
     }
 
@@ -108,18 +121,18 @@ impl<'a, T: Pod> HostRegistration<'a, T> {
 impl<T: Pod> Deref for HostRegistration<'_, T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
-        if let Err(e) = self.tracker.wait_host(false) {
-            deferred::record("registered memory access (waiting for queued copies)", e);
-        }
+        self.tracker.wait_for_deref(
+            false,
+            "registered memory access (waiting for queued copies)",
+        );
         self.data
     }
 }
 
 impl<T: Pod> DerefMut for HostRegistration<'_, T> {
     fn deref_mut(&mut self) -> &mut [T] {
-        if let Err(e) = self.tracker.wait_host(true) {
-            deferred::record("registered memory access (waiting for queued copies)", e);
-        }
+        self.tracker
+            .wait_for_deref(true, "registered memory access (waiting for queued copies)");
         self.data
     }
 }

@@ -153,6 +153,13 @@ impl<T: Pod> PinnedBuffer<T> {
         self.tracker.wait_host(true)
     }
 
+    /// Whether no copy queued on the buffer may still be running (no driver call: a
+    /// copy counts as running until a synchronisation through this crate has seen it
+    /// complete).
+    pub fn is_idle(&self) -> bool {
+        self.tracker.is_idle()
+    }
+
     /// A read-only view of elements `range`, the source of queued copies.
     /// [`crate::Error::OutOfRange`] when `range` does not fit.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedView<'_, T>> {
@@ -213,13 +220,10 @@ fn check_align<T>() -> Result<()> {
 
 const GUARANTEED_ALIGN_BYTES: usize = 256;
 
-/// Waits on `tracker` for host access (`write`: exclusive); a failed wait is
-/// recorded, since `Deref` cannot return it, and the access goes ahead: the stream's
-/// work is over after a failed wait too.
+/// Waits on `tracker` for host access (`write`: exclusive) from `Deref`, which
+/// cannot return an error: see [`Tracker::wait_for_deref`].
 fn wait_or_record(tracker: &Tracker, write: bool) {
-    if let Err(e) = tracker.wait_host(write) {
-        deferred::record("pinned memory access (waiting for queued copies)", e);
-    }
+    tracker.wait_for_deref(write, "pinned memory access (waiting for queued copies)");
 }
 
 /// `len` elements at `ptr`, shared.
@@ -264,10 +268,16 @@ impl<T: Pod> Drop for PinnedBuffer<T> {
         if let Some(ctx) = &self.ctx {
             if let Err(e) = self.tracker.wait_host(true) {
                 deferred::record("PinnedBuffer drop (waiting for queued copies)", e);
+                if self.tracker.may_be_pending(true) {
+                    // A queued copy may still use the memory: it is leaked, not freed
+                    // under the DMA.
+                    return;
+                }
             }
             let g = ctx.enter();
             // SAFETY: we allocated `ptr` with cuMemHostAlloc; no queued copy uses it
-            // any more (waited above) and nothing else does after this.
+            // any more (waited above, or known over after a failed wait) and nothing
+            // else does after this.
             if let Err(e) = unsafe { result::mem_free_host(self.ptr.as_ptr().cast()) } {
                 deferred::record("cuMemFreeHost", e);
             }

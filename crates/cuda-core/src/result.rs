@@ -244,6 +244,26 @@ pub unsafe fn stream_query(stream: CUstream) -> Result<bool> {
     ready(unsafe { (d.cuStreamQuery)(stream) })
 }
 
+/// `cuStreamIsCapturing`: whether `stream` is being captured into a graph (an active
+/// or an invalidated capture sequence both count). `Ok(false)` when the driver has no
+/// such entry point (a driver without stream capture). For the legacy default stream
+/// the driver answers `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT` while a blocking stream of
+/// the context is captured: returned as the error.
+///
+/// # Safety
+/// 1. `stream` is a live stream (or `NULL` / `CU_STREAM_LEGACY`) whose context is
+///    current.
+pub unsafe fn stream_is_capturing(stream: CUstream) -> Result<bool> {
+    let d = driver()?;
+    let Some(is_capturing) = d.cuStreamIsCapturing else {
+        return Ok(false);
+    };
+    let mut status: std::ffi::c_uint = cuda_sys::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: condition 1; `status` is a valid place for the answer.
+    check(unsafe { is_capturing(stream, &mut status) })?;
+    Ok(status != cuda_sys::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
 /// `CUDA_SUCCESS` as `true`, `CUDA_ERROR_NOT_READY` as `false`, anything else an error.
 fn ready(rc: CuResult) -> Result<bool> {
     if rc == cuda_sys::CUDA_ERROR_NOT_READY {

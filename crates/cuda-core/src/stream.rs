@@ -66,10 +66,21 @@ impl Stream {
     /// Wraps a stream created elsewhere without taking ownership: dropping the
     /// `Stream` destroys nothing.
     ///
+    /// Operations queued through it first ask the driver whether the stream is
+    /// being captured into a graph and refuse if so ([`Error::StreamCapturing`]);
+    /// see `cudarc_bridge`'s "Soundness" for why.
+    ///
     /// # Safety
-    /// 1. `raw` is a live stream of `ctx` (or null, the legacy default stream) and
-    ///    stays alive as long as the returned `Stream`, and as long as buffers with
-    ///    copies queued through it have not waited for them.
+    /// 1. `raw` is a live stream of `ctx` (or null or `CU_STREAM_LEGACY`, the legacy
+    ///    default stream of `ctx`) and stays alive as long as the returned `Stream`,
+    ///    and as long as buffers with copies queued through it have not waited for
+    ///    them.
+    /// 2. `raw` is not `CU_STREAM_PER_THREAD` (`0x2`): that handle names a different
+    ///    stream on every thread, and a `Stream` (which is `Send` and `Sync`) keeps
+    ///    one record of queued work for one stream.
+    /// 3. No capture of the stream begins on another thread while an operation of
+    ///    this crate is being queued on it (the check and the queueing are two driver
+    ///    calls; see `cudarc_bridge`'s "Soundness").
     pub unsafe fn from_raw_borrowed(ctx: &Context, raw: CUstream) -> Stream {
         Stream {
             state: Arc::new(StreamState::new(raw, ctx.clone(), false)),
@@ -101,8 +112,12 @@ impl Stream {
     ///
     /// When the wait fails it also waits for the whole context before returning the
     /// error, so that no queued copy is left running into or out of memory the
-    /// caller then reuses or frees; the stream's work then counts as over (done, or
-    /// ended by the failure), as after a failed [`Event::synchronize`]. After a GPU
+    /// caller then reuses or frees; the stream's work then counts as over when that
+    /// shows it ended (done, or ended by a sticky fault), as after a failed
+    /// [`Event::synchronize`]. A stream being captured into a graph cannot be waited
+    /// for: its work queued before the capture stays pending, and the buffers it used
+    /// say so (an error from their fallible accessors, a panic from `Deref`, a leak
+    /// from `Drop`). After a GPU
     /// fault it returns the fault at once, and so does every later call: see "When
     /// the GPU faults" in the crate docs.
     pub fn synchronize(&self) -> Result<()> {
@@ -119,7 +134,9 @@ impl Stream {
     /// (`cuStreamQuery`).
     pub fn query(&self) -> Result<bool> {
         let upto = self.state.latest();
-        // SAFETY: `raw` is alive while `self` is.
+        // The legacy default stream's handle means the current context's.
+        let _g = self.state.ctx.enter()?;
+        // SAFETY: `raw` is alive while `self` is, and its context is current.
         let done = unsafe { result::stream_query(self.state.raw) }?;
         if done {
             self.state.mark_complete(upto);
@@ -176,7 +193,7 @@ impl Stream {
         }
         let mut uses = host_uses(&h, Access::Read);
         uses[2] = Some(Use::lock(d.tracker, Access::Write));
-        self.queue(&mut uses, || {
+        self.queue(op, &mut uses, || {
             // SAFETY: `d` holds at least `bytes` (checked); the host memory holds
             // `bytes` and, being tracked, is neither written nor freed by safe code
             // until the copy is known complete; the stream is live and its context
@@ -205,7 +222,7 @@ impl Stream {
         }
         let mut uses = host_uses(&h, Access::Write);
         uses[2] = Some(Use::lock(d.tracker, Access::Read));
-        self.queue(&mut uses, || {
+        self.queue(op, &mut uses, || {
             // SAFETY: `d` holds at least `bytes`; the host memory holds `bytes` and,
             // being tracked, is neither read, written nor freed by safe code until the
             // copy is known complete; any bytes are a valid `T` (Pod); stream live,
@@ -235,7 +252,7 @@ impl Stream {
         // A source and destination from one buffer cannot both be borrowed (one is
         // `&mut`), so the two trackers differ.
         uses[1] = Some(Use::lock(d.tracker, Access::Write));
-        self.queue(&mut uses, || {
+        self.queue(op, &mut uses, || {
             // SAFETY: both hold at least `bytes` (checked) and are tracked; stream
             // live, context current.
             unsafe { result::memcpy_dtod_async(d.ptr, s.ptr, bytes, self.state.raw) }
@@ -292,7 +309,7 @@ impl Stream {
             return Ok(());
         }
         let mut uses = [Some(Use::lock(d.tracker, Access::Write)), None, None, None];
-        self.queue(&mut uses, || enqueue(d.ptr, self.state.raw))
+        self.queue(op, &mut uses, || enqueue(d.ptr, self.state.raw))
     }
 
     /// Copies any host memory (pageable or not) into the first `src.len()` elements
@@ -322,13 +339,14 @@ impl Stream {
             return Ok(());
         }
         let mut uses = [Some(Use::lock(d.tracker, Access::Write)), None, None, None];
-        self.queue(&mut uses, || {
+        let queued = self.queue(op, &mut uses, || {
             // SAFETY: `d` holds at least `bytes`; `src` is borrowed until the
-            // synchronisation below returns; stream live, context current.
+            // synchronisation below has seen the copy over; stream live, context
+            // current.
             unsafe { result::memcpy_htod_async(d.ptr, src.as_ptr().cast(), bytes, self.state.raw) }
-        })?;
+        });
         drop(uses);
-        self.synchronize_with(policy)
+        self.finish_sync_copy(queued, policy)
     }
 
     /// Copies `src` into the first `src.len()` elements of any host slice `dst` in
@@ -353,16 +371,32 @@ impl Stream {
             return Ok(());
         }
         let mut uses = [Some(Use::lock(d.tracker, Access::Read)), None, None, None];
-        self.queue(&mut uses, || {
+        let queued = self.queue(op, &mut uses, || {
             // SAFETY: `d` holds at least `bytes`; `dst` is exclusively borrowed until
-            // the synchronisation below returns; any bytes are a valid `T`; stream
-            // live, context current.
+            // the synchronisation below has seen the copy over; any bytes are a valid
+            // `T`; stream live, context current.
             unsafe {
                 result::memcpy_dtoh_async(dst.as_mut_ptr().cast(), d.ptr, bytes, self.state.raw)
             }
-        })?;
+        });
         drop(uses);
-        self.synchronize_with(policy)
+        self.finish_sync_copy(queued, policy)
+    }
+
+    /// The end of a `_sync` copy whose host memory is borrowed for the call only:
+    /// once anything may have been queued (`queued`, even an error: see
+    /// [`tracking::queue`]), it returns only when the stream's work is known to be
+    /// over, so the copy no longer uses the memory
+    /// ([`StreamState::synchronize_until_over`]). A refusal before the driver was
+    /// asked (a capturing stream) queued nothing and returns at once.
+    pub(crate) fn finish_sync_copy(&self, queued: Result<()>, policy: WaitPolicy) -> Result<()> {
+        match queued {
+            Err(e @ Error::StreamCapturing { .. }) => Err(e),
+            queued => {
+                let waited = self.state.synchronize_until_over(policy);
+                queued.and(waited)
+            }
+        }
     }
 
     pub(crate) fn check_device(
@@ -418,15 +452,16 @@ impl Stream {
         Ok(())
     }
 
-    /// Queues one operation with this stream's context current; see
+    /// Queues one operation `op` with this stream's context current; see
     /// [`tracking::queue`].
     pub(crate) fn queue(
         &self,
+        op: &'static str,
         uses: &mut [Option<Use<'_>>],
         enqueue: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
         let _g = self.state.ctx.enter()?;
-        tracking::queue(&self.state, uses, enqueue)
+        tracking::queue(&self.state, op, uses, enqueue)
     }
 }
 

@@ -89,7 +89,7 @@ impl Stream {
         let mut uses = host_uses(&h, Access::Read);
         uses[2] = Some(Use::lock(d.tracker, Access::Write));
         let copy = upload(h.ptr.cast::<c_void>(), src_pitch_bytes, &d);
-        self.queue(&mut uses, || {
+        self.queue(op, &mut uses, || {
             // SAFETY: the host memory holds every source row (checked) and, being
             // tracked, is neither written nor freed by safe code until the copy is
             // known complete; `d` holds every destination row (its layout was checked
@@ -123,7 +123,7 @@ impl Stream {
         let mut uses = host_uses(&h, Access::Write);
         uses[2] = Some(Use::lock(d.tracker, Access::Read));
         let copy = download(&d, h.ptr.cast::<c_void>(), dst_pitch_bytes);
-        self.queue(&mut uses, || {
+        self.queue(op, &mut uses, || {
             // SAFETY: as in `memcpy_2d_htod`, the other way round: the host memory
             // holds every destination row and, being tracked, is neither read,
             // written nor freed by safe code until the copy is known complete; any
@@ -164,14 +164,14 @@ impl Stream {
         }
         let mut uses = [Some(Use::lock(d.tracker, Access::Write)), None, None, None];
         let copy = upload(src.as_ptr().cast::<c_void>(), src_pitch_bytes, &d);
-        self.queue(&mut uses, || {
+        let queued = self.queue(op, &mut uses, || {
             // SAFETY: `src` holds every source row (checked) and is borrowed until
-            // the synchronisation below returns; `d` holds every destination row and
+            // the synchronisation below has seen the copy over; `d` holds every destination row and
             // is tracked; stream live, context current.
             unsafe { result::memcpy_2d_async(&copy, self.as_raw()) }
-        })?;
+        });
         drop(uses);
-        self.synchronize_with(policy)
+        self.finish_sync_copy(queued, policy)
     }
 
     /// Copies the rows of `src` into any host memory `dst` (rows `dst_pitch_bytes`
@@ -204,15 +204,15 @@ impl Stream {
         }
         let mut uses = [Some(Use::lock(d.tracker, Access::Read)), None, None, None];
         let copy = download(&d, dst.as_mut_ptr().cast::<c_void>(), dst_pitch_bytes);
-        self.queue(&mut uses, || {
+        let queued = self.queue(op, &mut uses, || {
             // SAFETY: `dst` holds every destination row (checked) and is exclusively
-            // borrowed until the synchronisation below returns; any bytes are a
+            // borrowed until the synchronisation below has seen the copy over; any bytes are a
             // valid `T`; `d` holds every source row and is tracked; stream live,
             // context current.
             unsafe { result::memcpy_2d_async(&copy, self.as_raw()) }
-        })?;
+        });
         drop(uses);
-        self.synchronize_with(policy)
+        self.finish_sync_copy(queued, policy)
     }
 
     fn check_context(

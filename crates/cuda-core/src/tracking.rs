@@ -13,6 +13,17 @@
 //! for queued writes (shared access) or for every queued use (exclusive access, drop);
 //! a queued operation on a *different* stream first waits on the host for the previous
 //! stream's uses, so one tracker only ever follows one stream.
+//!
+//! The watermark moves only when the work is known to be over: after a successful
+//! wait, or after a failed one that [`Context::settle_after_failed_wait`] shows to
+//! have ended it. A wait that can establish neither (a stream being captured into a
+//! graph cannot be waited for) leaves the tickets pending, and whoever needed them
+//! says so: an error from fallible accessors, a panic from `Deref`, a leak from
+//! `Drop`, never an early access. So that such a wait cannot arise from our own
+//! queueing, nothing is queued on a stream being captured: streams this crate did
+//! not create are asked first (`cuStreamIsCapturing`), and ours cannot be captured
+//! (their handles are handed to no capture API of this workspace, and they join no
+//! capture through events: [`crate::Event::record`] refuses a capturing stream).
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -20,7 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use cuda_sys::{CUevent, CUstream};
 
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::wait::{self, Then, WaitPolicy};
 use crate::{deferred, result};
 
@@ -28,6 +39,7 @@ use crate::{deferred, result};
 pub(crate) struct StreamState {
     pub(crate) raw: CUstream,
     pub(crate) ctx: Context,
+    /// Made by this crate (`Stream::new`): destroyed with it, and never captured.
     owned: bool,
     /// The last ticket issued (issued after the driver accepted the operation).
     queued: AtomicU64,
@@ -104,11 +116,28 @@ impl StreamState {
     pub(crate) fn synchronize_with(&self, policy: WaitPolicy) -> Result<()> {
         let upto = self.latest();
         let r = self.wait(policy);
-        if r.is_err() {
-            self.ctx.settle_after_failed_wait();
+        if r.as_ref()
+            .map_or_else(|e| self.ctx.settle_after_failed_wait(e), |()| true)
+        {
+            self.mark_complete(upto);
         }
-        self.mark_complete(upto);
         r
+    }
+
+    /// Refuses, with [`Error::StreamCapturing`], to queue `op` on a stream being
+    /// captured into a graph (see the module notes). Streams this crate created are
+    /// never captured and cost nothing here; others cost one `cuStreamIsCapturing`.
+    /// The context must be current (for the legacy default stream's handle).
+    pub(crate) fn refuse_capture(&self, op: &'static str) -> Result<()> {
+        if self.owned {
+            return Ok(());
+        }
+        // SAFETY: `raw` is alive while `self` is, and its context is current (the
+        // caller's guard).
+        if unsafe { result::stream_is_capturing(self.raw) }? {
+            return Err(Error::StreamCapturing { op });
+        }
+        Ok(())
     }
 
     /// Waits for the stream's work as `policy` says: polling with `cuStreamQuery`
@@ -116,20 +145,27 @@ impl StreamState {
     /// with sleeps between (`cuEventQuery` costs the same however much work is
     /// queued, where `cuStreamQuery` grew with it); the driver's spinning
     /// `cuStreamSynchronize`; or blocking on that event in the driver.
+    ///
+    /// The stream's context is current throughout: the driver resolves the legacy
+    /// default stream's handles (`NULL`, `CU_STREAM_LEGACY`) against the calling
+    /// thread's current context, so a wait in another context would ask another
+    /// stream.
     fn wait(&self, policy: WaitPolicy) -> Result<()> {
-        // SAFETY: `raw` is alive while `self` is (destroyed in Drop only).
+        let _g = self.ctx.enter()?;
+        // SAFETY: `raw` is alive while `self` is (destroyed in Drop only); its
+        // context is current (above).
         let query = || unsafe { result::stream_query(self.raw) };
         match wait::poll(policy, query)? {
             Then::Done => Ok(()),
             Then::Sleep => {
-                let (event, _g) = self.end_event()?;
+                let event = self.end_event()?;
                 // SAFETY: the event lives as long as `self` (destroyed in Drop).
                 wait::sleep_until(|| unsafe { result::event_query(event) })
             }
             // SAFETY: as above.
             Then::Spin => unsafe { result::stream_synchronize(self.raw) },
             Then::Block => {
-                let (event, _g) = self.end_event()?;
+                let event = self.end_event()?;
                 // SAFETY: as above; a blocking-sync event sleeps in the driver.
                 unsafe { result::event_synchronize(event) }
             }
@@ -137,9 +173,8 @@ impl StreamState {
     }
 
     /// The stream's blocking-sync event (made on first use), recorded at the end of
-    /// everything queued so far, with the stream's context current (the guard).
-    fn end_event(&self) -> Result<(CUevent, crate::context::ContextGuard<'_>)> {
-        let g = self.ctx.enter()?;
+    /// everything queued so far. The stream's context must be current.
+    fn end_event(&self) -> Result<CUevent> {
         let event = match self.blocking.get() {
             Some(e) => e.0,
             None => {
@@ -157,9 +192,27 @@ impl StreamState {
             }
         };
         // SAFETY: the event lives as long as `self` (destroyed in Drop) and belongs
-        // to the stream's context, which is current; `raw` is alive.
+        // to the stream's context, which is current (the caller's); `raw` is alive.
         unsafe { result::event_record(event, self.raw) }?;
-        Ok((event, g))
+        Ok(event)
+    }
+
+    /// [`StreamState::synchronize_with`] for an operation whose host memory is
+    /// borrowed for the call only (the `_sync` copies), which must not return while a
+    /// copy queued by it may still use that memory. A failed wait that leaves the work
+    /// unknown (a capture of the stream begun on another thread after the copy was
+    /// queued: it cannot be waited for until the capture ends) is retried every
+    /// [`RETRY_AFTER_FAILED_WAIT`] until a wait succeeds or ends the work; the first
+    /// error is returned.
+    pub(crate) fn synchronize_until_over(&self, policy: WaitPolicy) -> Result<()> {
+        let upto = self.latest();
+        let first = self.synchronize_with(policy);
+        while !self.is_complete(upto) {
+            std::thread::sleep(RETRY_AFTER_FAILED_WAIT);
+            // Its error adds nothing to the first one's.
+            let _ = self.synchronize_with(policy);
+        }
+        first
     }
 
     /// Waits until ticket `t` is complete.
@@ -191,6 +244,9 @@ impl Drop for StreamState {
         }
     }
 }
+
+/// How long [`StreamState::synchronize_until_over`] sleeps before it waits again.
+const RETRY_AFTER_FAILED_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Bits of [`Tracker::pending`].
 const READS: u8 = 1;
@@ -307,12 +363,37 @@ impl Tracker {
     /// (`write == true`) this memory: until queued writes, or all queued uses, are
     /// complete. One atomic load when nothing is pending.
     pub(crate) fn wait_host(&self, write: bool) -> Result<()> {
-        let mask = if write { READS | WRITES } else { WRITES };
-        if self.pending.load(Ordering::Acquire) & mask == 0 {
+        if !self.may_be_pending(write) {
             return Ok(());
         }
         let mut st = self.lock();
         wait_pending(&self.pending, &mut st, write)
+    }
+
+    /// [`Tracker::wait_host`] for an accessor that cannot return an error (`Deref`):
+    /// a failed wait is recorded ([`crate::check_deferred_errors`]) and the access
+    /// goes ahead when the failure ended the work (a sticky fault). When it did not,
+    /// a queued copy may still use the memory and no reference to it may be handed
+    /// out: this panics, naming `what` and the error.
+    pub(crate) fn wait_for_deref(&self, write: bool, what: &'static str) {
+        if let Err(e) = self.wait_host(write) {
+            if self.may_be_pending(write) {
+                panic!(
+                    "{what}: a copy queued on this memory may still be running and cannot \
+                     be waited for ({e}); was a capture of its stream begun after the copy \
+                     was queued? Wait for it (e.g. synchronize the stream) before the capture"
+                );
+            }
+            deferred::record(what, e);
+        }
+    }
+
+    /// Whether a queued use that host access (`write`: exclusive) must wait for may
+    /// still be pending: after a failed [`Tracker::wait_host`], whether the failure
+    /// left that work running, for all the crate can tell (see the module notes).
+    pub(crate) fn may_be_pending(&self, write: bool) -> bool {
+        let mask = if write { READS | WRITES } else { WRITES };
+        self.pending.load(Ordering::Acquire) & mask != 0
     }
 }
 
@@ -324,7 +405,7 @@ fn wait_pending(flag: &AtomicU8, st: &mut Pending, write: bool) -> Result<()> {
     };
     let needed = if write { st.last_use } else { st.last_write };
     let r = stream.wait_for(needed);
-    // Even after an error the stream's work is over (see StreamState::synchronize).
+    // After an error too, the watermark says what is known to be over.
     if stream.is_complete(st.last_use) {
         *st = Pending::default();
         flag.store(0, Ordering::Release);
@@ -388,10 +469,16 @@ impl<'a> Use<'a> {
     }
 }
 
-/// Queues one operation on `stream` with `enqueue`, for memory whose trackers are
-/// `uses` (already locked, in a fixed order: host before device): first waits for
-/// work on other streams that would race with it, then enqueues, then records the
-/// ticket in every tracker. Nothing is recorded when `enqueue` fails.
+/// Queues one operation `op` on `stream` with `enqueue`, for memory whose trackers
+/// are `uses` (already locked, in a fixed order: host before device): first waits
+/// for work on other streams that would race with it, refuses a stream being
+/// captured ([`StreamState::refuse_capture`]), then enqueues, then records the
+/// ticket in every tracker. The stream's context must be current.
+///
+/// A failed `enqueue` is recorded too, as if it had queued everything: an operation
+/// made of several driver calls (a batch queued copy by copy) may have queued some
+/// before one failed, and those must be waited for before their memory is reused or
+/// freed. For one that queued nothing it costs the next host access one wait.
 ///
 /// cudarc memory (`crate::cudarc_bridge`) then has cudarc's own record made, right
 /// after the operation is queued, whatever the caller does with its view next
@@ -400,19 +487,24 @@ impl<'a> Use<'a> {
 /// use of the memory is left in flight that cudarc does not know of.
 pub(crate) fn queue(
     stream: &Arc<StreamState>,
+    op: &'static str,
     uses: &mut [Option<Use<'_>>],
     enqueue: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     for u in uses.iter_mut().flatten() {
         u.prepare(stream)?;
     }
-    enqueue()?;
+    stream.refuse_capture(op)?;
+    let queued = enqueue();
     let ticket = stream.issue();
     for u in uses.iter_mut().flatten() {
         u.record(stream, ticket);
     }
     #[cfg(feature = "cudarc")]
-    after_queue(stream, uses)?;
+    let recorded = after_queue(stream, uses);
+    queued?;
+    #[cfg(feature = "cudarc")]
+    recorded?;
     Ok(())
 }
 
@@ -433,7 +525,9 @@ fn after_queue(stream: &StreamState, uses: &[Option<Use<'_>>]) -> Result<()> {
     match first_error {
         None => Ok(()),
         Some(e) => {
-            // cudarc's event does not cover the operation: wait for it instead.
+            // cudarc's event does not cover the operation: wait for it instead. That
+            // wait's own error is not returned (cudarc's is the one to report); should
+            // it fail, the operation stays tracked as pending in our trackers.
             let _ = stream.synchronize();
             Err(e)
         }

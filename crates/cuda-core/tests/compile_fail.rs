@@ -30,6 +30,18 @@ fn unsound_uses_do_not_compile() {
     }
 }
 
+/// With the `cudarc` feature: views of cudarc's memory borrow it and the stream they
+/// were taken for, so neither can end while a view (and a copy queued through it
+/// that cudarc's events do not yet cover) lives.
+#[cfg(feature = "cudarc")]
+#[test]
+fn views_of_cudarc_memory_do_not_outlive_it() {
+    let t = trybuild::TestCases::new();
+    for program in programs("tests/compile-fail-cudarc", &[]) {
+        t.compile_fail(program);
+    }
+}
+
 /// The programs of `dir` (relative to the package, where cargo runs tests), but for
 /// those named in `skip`. Where the folder cannot be read (a bundle run elsewhere),
 /// the whole glob, as before.

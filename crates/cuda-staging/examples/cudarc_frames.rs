@@ -18,7 +18,7 @@
 //!
 //! The change from cudarc's way is one line per transfer: the `CudaSlice` is handed
 //! to the staging call as `&mut CudarcViewMut::new(&mut slice, &stream)?` (or
-//! `&CudarcView::new(&slice, &stream)?`), with `stream = Stream::borrow_cudarc(&cu)`
+//! `&CudarcView::new(&slice, &stream)?`), with `stream = Stream::borrow_cudarc(&cu)?`
 //! made once; cudarc's events are waited for and recorded as its own copies do.
 //!
 //! Without a GPU it says so on stderr and exits with status 1; a wrong element or
@@ -196,7 +196,7 @@ fn run() -> Result<(), String> {
         input: cu.alloc_zeros::<f32>(N).map_err(alloc)?,
         output: cu.alloc_zeros::<f32>(N).map_err(alloc)?,
         // Ours, on cudarc's stream: made once, for the whole loop.
-        stream: Stream::borrow_cudarc(&cu),
+        stream: Stream::borrow_cudarc(&cu).map_err(|e| format!("Stream::borrow_cudarc: {e}"))?,
         cu,
         ctx,
     };

@@ -412,10 +412,7 @@ impl StagingBuffer {
             Route::PageLocked => self.stats.pinned_source_transfers += 1,
             Route::Staged => self.stats.staged_transfers += 1,
         }
-        match direction {
-            Direction::HostToDevice => self.stats.bytes_uploaded += bytes as u64,
-            Direction::DeviceToHost => self.stats.bytes_downloaded += bytes as u64,
-        }
+        self.stats.add_bytes(direction, bytes);
         span.succeeded();
         Ok(())
     }

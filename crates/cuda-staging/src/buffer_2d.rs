@@ -195,10 +195,7 @@ impl StagingBuffer {
         self.finish_transfer();
         r?;
         self.stats.direct_transfers += 1;
-        match direction {
-            Direction::HostToDevice => self.stats.bytes_uploaded += bytes as u64,
-            Direction::DeviceToHost => self.stats.bytes_downloaded += bytes as u64,
-        }
+        self.stats.add_bytes(direction, bytes);
         Ok(())
     }
 

@@ -571,6 +571,10 @@ impl StagingRing {
             }
             slot.in_flight = false;
         }
+        // Bumped before the slot's bytes can change (a grow swaps in a new, zeroed
+        // buffer), and before anything below can fail: a ticket of the slot's last
+        // download is stale from here on, whatever happens next.
+        slot.generation += 1;
         if let Some((least, preferred)) = grow {
             // The new buffer is pinned before the old one is released, so a refusal
             // or a failed pin leaves the old one in place.
@@ -590,9 +594,6 @@ impl StagingRing {
         {
             slot.event = Some(Event::new(ctx)?);
         }
-        // Bumped before the slot's bytes can change: a ticket of its last download
-        // is stale from here on.
-        slot.generation += 1;
         Ok(k)
     }
 

@@ -40,6 +40,14 @@ pub struct StagingStats {
 }
 
 impl StagingStats {
+    /// Counts `bytes` moved in `direction` (once they have landed).
+    pub(crate) fn add_bytes(&mut self, direction: crate::Direction, bytes: usize) {
+        match direction {
+            crate::Direction::HostToDevice => self.bytes_uploaded += bytes as u64,
+            crate::Direction::DeviceToHost => self.bytes_downloaded += bytes as u64,
+        }
+    }
+
     /// All transfers counted, whatever path they took (a batch counts once).
     pub fn transfers(&self) -> u64 {
         self.staged_transfers

@@ -10,6 +10,9 @@
 //! - `upload_into_a_shared_view.rs`: a read-only `DeviceView` (`buf.slice(..)`) is
 //!   not `DeviceSliceMut`, so it cannot be an upload's destination; only `&mut buf`
 //!   or `buf.slice_mut(..)` can, which nothing else may use while the copy is queued.
+//! - `download_batch_outlives_its_buffer.rs`, `upload_batch_outlives_its_buffer.rs`,
+//!   `upload_batch_outlives_its_source.rs`: a batch borrows the device buffers and
+//!   host slices it names, so none of them can be freed before the batch is done.
 //! - `shared_across_threads_while_transferring.rs`: a `StagingBuffer` moves between
 //!   threads (`Send`), but its transfers take `&mut self`, so no other thread can
 //!   hold it, even only to read its stats, while one transfers.

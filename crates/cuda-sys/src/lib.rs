@@ -44,6 +44,8 @@ pub const CUDA_ERROR_INVALID_VALUE: CuResult = 1;
 pub const CUDA_ERROR_OUT_OF_MEMORY: CuResult = 2;
 /// `CUDA_ERROR_NOT_INITIALIZED`.
 pub const CUDA_ERROR_NOT_INITIALIZED: CuResult = 3;
+/// `CUDA_ERROR_DEINITIALIZED`: the driver is shutting down (at process exit).
+pub const CUDA_ERROR_DEINITIALIZED: CuResult = 4;
 /// `CUDA_ERROR_NO_DEVICE`.
 pub const CUDA_ERROR_NO_DEVICE: CuResult = 100;
 /// `CUDA_ERROR_INVALID_DEVICE`.
@@ -90,8 +92,28 @@ pub const CUDA_ERROR_MPS_CLIENT_TERMINATED: CuResult = 810;
 /// `CUDA_ERROR_EXTERNAL_DEVICE`: a device outside CUDA signalled an error.
 pub const CUDA_ERROR_EXTERNAL_DEVICE: CuResult = 911;
 
+/// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`: the operation is not permitted while the
+/// stream is being captured into a graph.
+pub const CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: CuResult = 900;
+/// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`: the capture sequence was invalidated by an
+/// earlier error.
+pub const CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: CuResult = 901;
+/// `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`: the operation would join a capture through the
+/// legacy default stream's implicit synchronisation.
+pub const CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: CuResult = 906;
+/// `CUDA_ERROR_CAPTURED_EVENT`: the event was last recorded inside a stream capture.
+pub const CUDA_ERROR_CAPTURED_EVENT: CuResult = 907;
+
 /// `CU_STREAM_NON_BLOCKING`.
 pub const CU_STREAM_NON_BLOCKING: c_uint = 1;
+/// `CU_STREAM_LEGACY`: the handle `0x1`, the legacy default stream of the calling
+/// thread's current context (as the handle `NULL` is).
+pub const CU_STREAM_LEGACY: CUstream = 0x1 as CUstream;
+/// `CU_STREAM_PER_THREAD`: the handle `0x2`, the calling thread's own default stream of
+/// its current context: a different stream on every thread.
+pub const CU_STREAM_PER_THREAD: CUstream = 0x2 as CUstream;
+/// `CU_STREAM_CAPTURE_STATUS_NONE`: the stream is not being captured.
+pub const CU_STREAM_CAPTURE_STATUS_NONE: c_uint = 0;
 /// `CU_EVENT_DISABLE_TIMING`.
 pub const CU_EVENT_DISABLE_TIMING: c_uint = 2;
 /// `CU_EVENT_DEFAULT`.
@@ -299,6 +321,9 @@ required {
     fn cuLaunchKernel = "cuLaunchKernel"(function: CUfunction, grid_x: c_uint, grid_y: c_uint, grid_z: c_uint, block_x: c_uint, block_y: c_uint, block_z: c_uint, shared_bytes: c_uint, stream: CUstream, params: *mut *mut c_void, extra: *mut *mut c_void);
 }
 optional {
+    /// `cuStreamIsCapturing` (CUDA 10.0): whether a stream is being captured into a
+    /// graph (`CU_STREAM_CAPTURE_STATUS_*`). A driver without it has no stream capture.
+    fn cuStreamIsCapturing = "cuStreamIsCapturing"(stream: CUstream, status: *mut c_uint);
     /// `cuMemcpyBatchAsync_v2` (CUDA 13.0): a batch of 1D copies in stream order.
     fn cuMemcpyBatchAsync_v2 = "cuMemcpyBatchAsync_v2"(dsts: *mut CUdeviceptr, srcs: *mut CUdeviceptr, sizes: *mut usize, count: usize, attrs: *mut CUmemcpyAttributes, attrs_idxs: *mut usize, num_attrs: usize, stream: CUstream);
     /// `cuMemcpyBatchAsync` (CUDA 12.8 and 12.9; CUDA 13 renamed it `_v2` and

@@ -20,7 +20,10 @@
 //!   seen by our download, and a slice dropped (or its view forgotten) while our copy
 //!   is still queued is freed only after it: run these under compute-sanitizer too;
 //! - `refusals.rs`: a view passed with another stream, memory of another context, a
-//!   stream not from cudarc, an error cudarc had stored, zero elements.
+//!   stream not from cudarc, an error cudarc had stored, zero elements;
+//! - `soundness.rs`: cudarc's default stream waited for in its own context while
+//!   another is current, its per-thread stream refused, nothing queued on a capturing
+//!   stream, and a copy queued before a capture not counted over during it.
 //!
 //! Conventions as in `tests/gpu`: patterns that differ per element and per call,
 //! every element compared, the device read back through cudarc's own synchronous
@@ -33,6 +36,7 @@ mod cross_stream;
 mod integrity;
 mod ordering;
 mod refusals;
+mod soundness;
 
 use std::sync::Arc;
 
@@ -60,7 +64,7 @@ fn gpu() -> Gpu {
     let ctx = CudaContext::new(0)
         .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
     let cu = ctx.new_stream().expect("CudaContext::new_stream");
-    let stream = Stream::borrow_cudarc(&cu);
+    let stream = Stream::borrow_cudarc(&cu).expect("Stream::borrow_cudarc");
     Gpu { ctx, cu, stream }
 }
 

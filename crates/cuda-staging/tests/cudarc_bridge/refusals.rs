@@ -25,7 +25,7 @@ fn a_view_passed_with_another_stream_is_refused_before_anything_happens() {
     for (name, other) in [
         (
             "another borrowed cudarc stream",
-            Stream::borrow_cudarc(&other_cu),
+            Stream::borrow_cudarc(&other_cu).expect("borrow_cudarc"),
         ),
         ("a stream of our own", ours),
     ] {
@@ -157,7 +157,7 @@ fn memory_of_another_context_is_refused_and_works_with_a_stream_of_its_own() {
     }
     // Through a stream of its own context it works, and a view made for that stream
     // is refused by the primary context's stream (context first).
-    let stream2 = Stream::borrow_cudarc(&cu2);
+    let stream2 = Stream::borrow_cudarc(&cu2).expect("borrow_cudarc");
     assert!(!stream2.context().same_as(g.stream.context()));
     let mut staging = staged_buffer();
     let s_up = seed();

@@ -2,7 +2,8 @@
 //!
 //! - `cargo xtask probe [--json]`: which CUDA GPU and driver this machine has.
 //! - `cargo xtask test-gpu [--sanitize] [--soak] [--bundle DIR]`: the workspace's tests,
-//!   GPU tests included, here or (with `--bundle`) as a folder to run on a GPU machine.
+//!   GPU tests included, here or (with `--bundle`) as a folder to run on a GPU machine;
+//!   with `--sim [--seed N] [--jitter-us US]`, the GPU tests on the simulated driver.
 //! - `cargo xtask bench [--quick] [--bundle DIR] [--report PATH]`: the benchmarks
 //!   (criterion's, and the executables that write records files), here or as a
 //!   folder, rendered into `docs/measurements.{md,json}` and `docs/bandwidth.svg`.
@@ -16,6 +17,7 @@ mod msrv;
 mod probe;
 mod render;
 mod test_gpu;
+mod test_sim;
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
@@ -70,6 +72,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Probe(args) => probe::run(&args),
+        Command::TestGpu(args) if args.sim => test_sim::run(&args),
         Command::TestGpu(args) => test_gpu::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Msrv(args) => msrv::run(&args),

@@ -38,7 +38,7 @@ pub struct Args {
     sanitize: bool,
     /// Also run the soak tests (test targets named `*soak*`), after the others.
     #[arg(long)]
-    soak: bool,
+    pub(crate) soak: bool,
     /// Also run the multi-GPU tests (test targets named `*multi_gpu*`; they need two
     /// or more GPUs and fail with fewer).
     #[arg(long)]
@@ -47,20 +47,33 @@ pub struct Args {
     /// look like `cuda-core-lib`, `cuda-staging-test-soak`,
     /// `cuda-staging-example-tracing`).
     #[arg(long, value_name = "PATTERN")]
-    only: Option<String>,
+    pub(crate) only: Option<String>,
     /// Do not run the examples after the tests (a bundle still carries them in bin/;
     /// run.sh runs them unless given --no-examples, or built with it).
     #[arg(long)]
-    no_examples: bool,
+    pub(crate) no_examples: bool,
     /// Build the test executables, a release xtask and DIR/run.sh into DIR, to copy to
     /// a GPU machine and run there (`bash DIR/run.sh [--sanitize] [--soak]
     /// [--multi-gpu]`). The multi-GPU tests are always bundled; they run when
     /// `--multi-gpu` is given here or to run.sh.
     #[arg(long, value_name = "DIR")]
     bundle: Option<PathBuf>,
+    /// Run against the simulated CUDA driver (crates/cuda-sim), built first: the GPU
+    /// tests only, the multi-GPU ones with two simulated devices, with the tests that
+    /// cannot run there left out (`test_sim::NOT_ON_SIMULATOR` says why). No GPU
+    /// needed.
+    #[arg(long, conflicts_with_all = ["bundle", "sanitize"])]
+    pub(crate) sim: bool,
+    /// With --sim: the seed of the simulator's per-operation delays (`CUDA_SIM_SEED`).
+    #[arg(long, default_value_t = 0, requires = "sim")]
+    pub(crate) seed: u64,
+    /// With --sim: the largest delay before an operation runs, in microseconds
+    /// (`CUDA_SIM_JITTER_US`; 0: none).
+    #[arg(long, default_value_t = 0, requires = "sim", value_name = "US")]
+    pub(crate) jitter_us: u64,
     /// Arguments for every test executable, e.g. a test name filter.
     #[arg(last = true, value_name = "TEST_ARGS")]
-    test_args: Vec<String>,
+    pub(crate) test_args: Vec<String>,
 }
 
 /// Runs `cargo xtask test-gpu` with these options.
@@ -73,9 +86,9 @@ pub fn run(args: &Args) -> Result<()> {
 
 /// What a run needs: the test harnesses of the workspace, soak ones last, and its
 /// examples, each with a unique bundle name.
-struct Executables {
-    tests: Vec<Artifact>,
-    examples: Vec<Artifact>,
+pub(crate) struct Executables {
+    pub(crate) tests: Vec<Artifact>,
+    pub(crate) examples: Vec<Artifact>,
 }
 
 /// How a bundle's executables are built besides the release profile: without their
@@ -87,7 +100,7 @@ const BUNDLE_CONFIG: &str = "profile.release.strip=\"symbols\"";
 /// Builds the test harnesses and examples: the workspace's default build (which
 /// `cargo test` makes of the examples too), then the targets that need features;
 /// for a bundle, stripped of symbols ([`BUNDLE_CONFIG`]).
-fn executables(sh: &Shell, meta: &Metadata, for_bundle: bool) -> Result<Executables> {
+pub(crate) fn executables(sh: &Shell, meta: &Metadata, for_bundle: bool) -> Result<Executables> {
     let config: &[&str] = if for_bundle {
         &["--config", BUNDLE_CONFIG]
     } else {
@@ -120,7 +133,7 @@ fn executables(sh: &Shell, meta: &Metadata, for_bundle: bool) -> Result<Executab
 }
 
 /// Whether `--only` selects the executable `name`.
-fn selected(args: &Args, name: &str) -> bool {
+pub(crate) fn selected(args: &Args, name: &str) -> bool {
     args.only.as_ref().is_none_or(|p| name.contains(p))
 }
 
@@ -219,7 +232,7 @@ fn local(args: &Args) -> Result<()> {
 }
 
 /// An example's summary line: it passes when it exits 0 (the same words as run.sh's).
-fn example_line(name: &str, code: Option<i32>) -> String {
+pub(crate) fn example_line(name: &str, code: Option<i32>) -> String {
     match code {
         Some(0) => format!("{name}: example passed"),
         Some(c) => format!("{name}: example FAILED (exit status {c})"),
@@ -278,7 +291,7 @@ fn find_sanitizer() -> Option<PathBuf> {
 /// One executable's summary line, and its counts with a non-zero exit that no failed
 /// test explains (a crash, a sanitizer error) counted as one failure. The same rules
 /// as run.sh's.
-fn summary_line(name: &str, code: Option<i32>, output: &str) -> (String, TestCounts) {
+pub(crate) fn summary_line(name: &str, code: Option<i32>, output: &str) -> (String, TestCounts) {
     let mut counts = TestCounts::parse(output);
     let mut line = format!("{name}: {counts}");
     if let Some(errors) = output

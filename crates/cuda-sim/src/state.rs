@@ -118,6 +118,12 @@ impl Sim {
         &self.devices[ordinal]
     }
 
+    /// Whether `addr` lies in the address range of some device's memory (allocated
+    /// there or not).
+    pub fn in_device_range(&self, addr: u64) -> bool {
+        self.devices.iter().any(|d| lock(&d.vas).contains(addr))
+    }
+
     /// Device `ordinal` as a program names it, checked.
     pub fn device_checked(&self, ordinal: i32) -> Res<&Device> {
         usize::try_from(ordinal)

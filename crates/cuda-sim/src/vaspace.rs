@@ -61,6 +61,11 @@ impl AddressSpace {
         }
     }
 
+    /// Whether `addr` lies in this device's reserved range.
+    pub fn contains(&self, addr: u64) -> bool {
+        self.range.contains(&addr)
+    }
+
     /// Takes an aligned address for `bytes`, or `None` when no gap is large enough.
     pub fn take(&mut self, bytes: u64) -> Option<u64> {
         let need = bytes.max(1).checked_add(GUARD_BYTES)?;

@@ -46,6 +46,9 @@ pub fn host_place(p: *const c_void, bytes: usize) -> Res<Place> {
     let a = p as usize;
     match sim().mem.kind(a as u64) {
         Kind::Device(_) => device_place(a as u64, bytes),
+        // A device address that no allocation holds (freed, or never handed out) is
+        // no host memory either.
+        Kind::Other if sim().in_device_range(a as u64) => Err(INVALID_VALUE),
         Kind::PageLocked(b) if a + bytes <= b.range().end => Ok(Place::Host(HostPtr(a), true)),
         _ => Ok(Place::Host(HostPtr(a), false)),
     }

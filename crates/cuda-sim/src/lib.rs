@@ -7,21 +7,21 @@
 //! stricter than the driver, and what it does not model.
 //!
 //! - **Devices and contexts**: `CUDA_SIM_DEVICES` devices of `CUDA_SIM_DEVICE_MEMORY`
-//!   bytes each ([`config`]), primary and created contexts, the per-thread stack of
+//!   bytes each (`src/config.rs`), primary and created contexts, the per-thread stack of
 //!   current contexts.
 //! - **Memory**: device allocations at addresses the host cannot dereference
-//!   ([`vaspace`]), their bytes elsewhere ([`backing`]); page-locked host memory,
-//!   allocated or registered; pointer attributes ([`memory`]).
+//!   (`src/vaspace.rs`), their bytes elsewhere (`src/backing.rs`); page-locked host memory,
+//!   allocated or registered; pointer attributes (`src/memory.rs`).
 //! - **Streams**: each stream a FIFO run by its own thread; events; the legacy
 //!   default stream's implicit synchronisation; per-thread default streams
-//!   ([`stream`], [`submit`]); stream capture and graphs ([`capture`]).
-//! - **Adversarial timing**: a seeded delay before each operation ([`jitter`]).
-//! - **Race detection** ([`inflight`]): checksums of queued page-locked sources,
+//!   (`src/stream.rs`, `src/submit.rs`); stream capture and graphs (`src/capture.rs`).
+//! - **Adversarial timing**: a seeded delay before each operation (`src/jitter.rs`).
+//! - **Race detection** (`src/inflight.rs`): checksums of queued page-locked sources,
 //!   poisoned page-locked destinations, frees of memory queued work still uses.
 //! - **Faults**: `CUDA_SIM_FAULT=CODE@N`, the extra entry point `cuSimInjectFault`,
-//!   and the one built-in kernel, `fault_after` ([`module`]).
+//!   and the one built-in kernel, `fault_after` (`src/module.rs`).
 //!
-//! The entry points are in [`api`]; each returns the driver's code.
+//! The entry points are in `src/api/`; each returns the driver's code.
 
 mod api;
 mod backing;

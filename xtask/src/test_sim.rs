@@ -30,14 +30,53 @@ pub struct LeftOut {
     pub why: &'static str,
 }
 
+/// Why the pipeline tests whose copy pool may help are left out.
+const HELPERS_NEED_AN_IDLE_CORE: &str = "a CPU-cost assertion: it checks that the copy \
+     pool's helpers copied a part, which they do only while the host has an idle core \
+     (the pool counts them); on a 2-core machine the simulator's stream threads, doing \
+     the DMA's work on the CPU, often leave none. The same boundaries run with one \
+     copy thread and with the pool off";
+
 /// The one list of GPU tests left out on the simulator.
-pub const NOT_ON_SIMULATOR: &[LeftOut] = &[LeftOut {
-    target: "waits",
-    test: "a_transfer_with_nothing_ahead_of_it_is_not_slowed_by_the_default_wait",
-    why: "a timing assertion: the default wait's median latency within 20 us of a \
-          spinning wait's, which holds where a copy lands in microseconds; the \
-          simulator's jitter delays each copy by up to milliseconds",
-}];
+pub const NOT_ON_SIMULATOR: &[LeftOut] = &[
+    LeftOut {
+        target: "waits",
+        test: "a_transfer_with_nothing_ahead_of_it_is_not_slowed_by_the_default_wait",
+        why: "a timing assertion: the default wait's median latency within 20 us of a \
+              spinning wait's, which holds where a copy lands in microseconds; the \
+              simulator's jitter delays each copy by up to milliseconds",
+    },
+    LeftOut {
+        target: "pipeline",
+        test: "parked_workers_every_chunk_boundary_all_helpers",
+        why: HELPERS_NEED_AN_IDLE_CORE,
+    },
+    LeftOut {
+        target: "pipeline",
+        test: "parked_workers_every_chunk_boundary_one_helper",
+        why: HELPERS_NEED_AN_IDLE_CORE,
+    },
+    LeftOut {
+        target: "pipeline",
+        test: "parked_workers_every_chunk_boundary_64_kib_chunks",
+        why: HELPERS_NEED_AN_IDLE_CORE,
+    },
+    LeftOut {
+        target: "pipeline",
+        test: "back_to_back_every_chunk_boundary_all_helpers",
+        why: HELPERS_NEED_AN_IDLE_CORE,
+    },
+    LeftOut {
+        target: "pipeline",
+        test: "back_to_back_every_chunk_boundary_one_helper",
+        why: HELPERS_NEED_AN_IDLE_CORE,
+    },
+    LeftOut {
+        target: "pipeline",
+        test: "back_to_back_every_chunk_boundary_64_kib_chunks",
+        why: HELPERS_NEED_AN_IDLE_CORE,
+    },
+];
 
 /// How the simulator is found: the library, and the folder with its libcuda names.
 struct Driver {
@@ -241,7 +280,19 @@ mod tests {
     fn every_test_left_out_names_its_target_and_a_reason() {
         for l in NOT_ON_SIMULATOR {
             assert!(!l.target.is_empty() && !l.test.is_empty(), "{}", l.test);
-            assert!(l.why.len() > 20, "{}::{}: say why", l.target, l.test);
+            let kinds = [
+                "a timing assertion",
+                "a CPU-cost assertion",
+                "compute-sanitizer",
+                "device code",
+            ];
+            assert!(
+                kinds.iter().any(|k| l.why.starts_with(k)),
+                "{}::{}: the reason starts with its kind, one of {kinds:?}: {}",
+                l.target,
+                l.test,
+                l.why
+            );
             let twice = NOT_ON_SIMULATOR
                 .iter()
                 .filter(|o| o.target == l.target && o.test == l.test)

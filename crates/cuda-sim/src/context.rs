@@ -90,9 +90,10 @@ impl Context {
         self.active.store(true, Ordering::Release);
     }
 
-    /// `cuDevicePrimaryCtxRelease`: true when this was the last retain (the caller
-    /// then resets the context).
-    pub fn release(&self) -> Res<bool> {
+    /// `cuDevicePrimaryCtxRelease`: after the last retain, runs `reset` (which frees
+    /// what the context owns) before any thread can retain it again: a retain waits
+    /// for the reset, so nothing made after it is freed by it.
+    pub fn release(&self, reset: impl FnOnce()) -> Res<()> {
         let mut refs = lock(&self.refs);
         if *refs == 0 {
             return Err(INVALID_CONTEXT);
@@ -100,9 +101,15 @@ impl Context {
         *refs -= 1;
         if *refs == 0 {
             self.active.store(false, Ordering::Release);
-            return Ok(true);
+            reset();
         }
-        Ok(false)
+        Ok(())
+    }
+
+    /// Runs `reset` with retains held off (`cuDevicePrimaryCtxReset`).
+    pub fn reset_now(&self, reset: impl FnOnce()) {
+        let _refs = lock(&self.refs);
+        reset();
     }
 
     /// Marks a created context destroyed.

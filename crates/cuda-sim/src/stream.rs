@@ -174,6 +174,16 @@ impl Stream {
         placed: impl FnOnce(u64),
     ) -> u64 {
         let mut q = lock(&self.q);
+        if q.closing {
+            // Its thread may be gone: the operation would never run.
+            eprintln!(
+                "cuda-sim: {call} on {}, which was destroyed (or whose context was reset) \
+                 while this call was using it",
+                self.label()
+            );
+            eprintln!("cuda-sim: aborting (this is a bug in the program under test, found by the simulator)");
+            std::process::abort();
+        }
         q.enqueued += 1;
         let seq = q.enqueued;
         placed(seq);

@@ -75,17 +75,14 @@ export! {
     fn cuDevicePrimaryCtxRelease_v2(device: c_int) {
         sim().ready()?;
         let d = sim().device_checked(device)?;
-        if d.primary.release()? {
-            reset(&d.primary);
-        }
-        Ok(())
+        d.primary.release(|| reset(&d.primary))
     }
 
     /// `cuDevicePrimaryCtxReset_v2`: frees everything of the primary context now.
     fn cuDevicePrimaryCtxReset_v2(device: c_int) {
         sim().ready()?;
         let d = sim().device_checked(device)?;
-        reset(&d.primary);
+        d.primary.reset_now(|| reset(&d.primary));
         Ok(())
     }
 

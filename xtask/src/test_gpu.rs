@@ -120,7 +120,7 @@ pub(crate) fn executables(sh: &Shell, meta: &Metadata, for_bundle: bool) -> Resu
         // A criterion bench built in test mode is not a libtest harness.
         if a.test && !a.is_kind(TargetKind::Bench) {
             tests.insert(a.bundle_name(), a);
-        } else if !a.test && a.is_kind(TargetKind::Example) {
+        } else if !a.test && a.is_kind(TargetKind::Example) && a.package != TOOL_PACKAGE {
             examples.insert(a.bundle_name(), a);
         }
     }
@@ -131,6 +131,11 @@ pub(crate) fn executables(sh: &Shell, meta: &Metadata, for_bundle: bool) -> Resu
         examples: examples.into_values().collect(),
     })
 }
+
+/// The package whose examples are tools, not examples of the library to run: the
+/// simulated driver's differential program takes the driver libraries to compare
+/// (docs/simulator.md says how to run it on a GPU machine).
+const TOOL_PACKAGE: &str = "cuda-sim";
 
 /// Whether `--only` selects the executable `name`.
 pub(crate) fn selected(args: &Args, name: &str) -> bool {

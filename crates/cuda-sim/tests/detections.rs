@@ -54,10 +54,7 @@ fn a_download_read_before_it_lands_reads_poison() {
     let s = stream(d, NON_BLOCKING);
     let busy = Busy::new(d);
     let src = alloc(d, 4096);
-    ok(
-        "fill",
-        cu!(d, cuMemcpyHtoD(src, pattern(4096, 2).as_ptr().cast(), 4096)),
-    );
+    upload(d, src, &pattern(4096, 2));
     let host = pinned(d, 4096);
     host.fill(7);
     busy.queue(d, s, 2);
@@ -163,10 +160,7 @@ fn waiting_on_the_null_stream_with_the_wrong_context_current_is_caught_by_the_po
     let c0 = context(d);
     let busy = Busy::new(d);
     let src = alloc(d, 4096);
-    ok(
-        "fill",
-        cu!(d, cuMemcpyHtoD(src, pattern(4096, 3).as_ptr().cast(), 4096)),
-    );
+    upload(d, src, &pattern(4096, 3));
     let host = pinned(d, 4096);
     let legacy: CUstream = std::ptr::null_mut();
     busy.queue(d, legacy, 2);

@@ -55,6 +55,8 @@ fn fault_after_stores_into_an_allocation() {
     let s = stream(d, 1);
     let p = alloc(d, 64);
     ok("clear", cu!(d, cuMemsetD8(p, 0, 64)));
+    // The memset runs on the legacy stream, which `s` does not wait for.
+    ok("sync", cu!(d, cuCtxSynchronize()));
     launch(d, s, p + 8, 1_000_000);
     ok("sync", cu!(d, cuStreamSynchronize(s)));
     let mut v = [0u32; 4];

@@ -55,6 +55,12 @@ fn main() -> ExitCode {
             eprintln!("no probe {i}");
             return ExitCode::from(2);
         };
+        // SAFETY: 1. the NVIDIA driver or the simulator, as this program is run with.
+        // 2. Both export the CUDA driver API's signatures.
+        if let Err(e) = unsafe { cuda_sys::Driver::load_from(&args[3]) } {
+            println!("{RESULT}the driver does not load: {e}");
+            return ExitCode::SUCCESS;
+        }
         let d = common::load(&args[3]);
         println!("{RESULT}{}", (p.run)(d));
         return ExitCode::SUCCESS;

@@ -147,6 +147,18 @@ pub fn alloc(d: &Driver, bytes: usize) -> CUdeviceptr {
     p
 }
 
+/// Writes `bytes` to device memory at `dst` with the driver's synchronous copy, then
+/// waits for the context: from pageable memory `cuMemcpyHtoD` may return before its
+/// copy lands (it runs on the legacy stream, which non-blocking streams do not wait
+/// for), and the simulator's always does.
+pub fn upload(d: &Driver, dst: CUdeviceptr, bytes: &[u8]) {
+    ok(
+        "cuMemcpyHtoD",
+        cu!(d, cuMemcpyHtoD(dst, bytes.as_ptr().cast(), bytes.len())),
+    );
+    ok("cuCtxSynchronize", cu!(d, cuCtxSynchronize()));
+}
+
 /// Page-locked host memory of `bytes`, as a slice that lives until freed.
 pub fn pinned(d: &Driver, bytes: usize) -> &'static mut [u8] {
     let mut p: *mut c_void = std::ptr::null_mut();

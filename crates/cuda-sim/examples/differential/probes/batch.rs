@@ -87,13 +87,7 @@ fn batch(d: &'static Driver) -> Batch {
     let mut srcs = Vec::new();
     for i in 0..3 {
         let p = alloc(d, 4096);
-        ok(
-            "fill",
-            cu!(
-                d,
-                cuMemcpyHtoD(p, pattern(4096, i as u8).as_ptr().cast(), 4096)
-            ),
-        );
+        upload(d, p, &pattern(4096, i as u8));
         srcs.push(p);
         dsts.push(host.as_ptr() as u64 + i * 4096);
     }

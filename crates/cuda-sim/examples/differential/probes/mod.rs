@@ -118,10 +118,14 @@ pub fn answer_of(mut cmd: std::process::Command) -> String {
         return line.to_owned();
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let last = stderr
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
+    // A panic's message is the line after "panicked at"; else the last line said.
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let last = lines
+        .iter()
+        .position(|l| l.contains("panicked at"))
+        .and_then(|i| lines.get(i + 1))
+        .or(lines.last())
+        .copied()
         .unwrap_or("");
     match out.status.signal() {
         Some(sig) => format!("crashed (signal {sig}): {last}"),

@@ -256,10 +256,7 @@ fn pageable_dtoh_lands(d: &'static Driver) -> String {
     let s = stream(d, NON_BLOCKING);
     let n = 1 << 20;
     let p = alloc(d, n);
-    ok(
-        "fill",
-        cu!(d, cuMemcpyHtoD(p, pattern(n, 7).as_ptr().cast(), n)),
-    );
+    upload(d, p, &pattern(n, 7));
     let busy = Busy::new(d);
     busy.queue(d, s, ROUNDS);
     let mut v = vec![0u8; n];

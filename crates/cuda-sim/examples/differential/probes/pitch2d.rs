@@ -208,6 +208,8 @@ fn async_to_pageable(d: &'static Driver) -> String {
         "fill",
         cu!(d, cuMemcpy2D(&htod(src.as_ptr(), w, p, pitch, w, h))),
     );
+    // The synchronous copy from pageable rows may land after it returns.
+    ok("sync", cu!(d, cuCtxSynchronize()));
     let busy = Busy::new(d);
     busy.queue(d, s, 40);
     let mut back = vec![0u8; w * h];

@@ -63,11 +63,8 @@ impl Context {
     /// passed through.
     pub fn usable(&self) -> Res<()> {
         if !self.active.load(Ordering::Acquire) {
-            return Err(if self.primary {
-                INVALID_CONTEXT
-            } else {
-                CONTEXT_IS_DESTROYED
-            });
+            // A released primary context too, as the driver answers on the H200.
+            return Err(CONTEXT_IS_DESTROYED);
         }
         sim().device(self.device).sticky()
     }

@@ -188,19 +188,23 @@ impl Memory {
     }
 
     /// `cuMemHostRegister`: `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED` when any
-    /// byte of the range is page-locked already.
+    /// byte of the range is registered already, `CUDA_ERROR_INVALID_VALUE` when it
+    /// is `cuMemHostAlloc` memory (as the driver answers on the H200).
     pub fn register(&self, ctx: &Arc<Context>, start: usize, len: usize, flags: u32) -> Res<()> {
         if len == 0 || start == 0 {
             return Err(INVALID_VALUE);
         }
         let end = start.checked_add(len).ok_or(INVALID_VALUE)?;
         let mut t = write(&self.host);
-        let overlaps = t
+        let overlapped = t
             .range(..end)
             .next_back()
-            .is_some_and(|(_, b)| b.range().end > start);
-        if overlaps {
-            return Err(HOST_MEMORY_ALREADY_REGISTERED);
+            .filter(|(_, b)| b.range().end > start)
+            .map(|(_, b)| b.kind);
+        match overlapped {
+            Some(HostKind::Registered) => return Err(HOST_MEMORY_ALREADY_REGISTERED),
+            Some(HostKind::Allocated) => return Err(INVALID_VALUE),
+            None => {}
         }
         let block = HostBlock {
             start,

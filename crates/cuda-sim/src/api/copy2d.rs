@@ -1,6 +1,8 @@
 //! 2-D copies (`cuMemcpy2D*`), with the reference's argument checks: each pitch at
 //! least the row width plus its X offset, no pitch past `CU_DEVICE_ATTRIBUTE_MAX_PITCH`,
-//! and every row inside the memory it names. Synchronisation as for 1-D copies.
+//! and every row inside the memory it names. A copy of one row is a 1-D copy: the
+//! driver checks neither pitch then (on the H200, pitches 0 and 2^31 both pass).
+//! Synchronisation as for 1-D copies.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -84,11 +86,12 @@ unsafe fn copy2d(s: &Arc<Stream>, d: &Memcpy2d, sync: bool, call: &'static str) 
         refuse_unsafe_call()?;
     }
     let (w, h) = (d.width, d.height);
-    if d.src_pitch > MAX_PITCH || d.dst_pitch > MAX_PITCH {
+    if h != 1 && (d.src_pitch > MAX_PITCH || d.dst_pitch > MAX_PITCH) {
         return Err(INVALID_VALUE);
     }
-    if w.checked_add(d.src_x).is_none_or(|n| n > d.src_pitch)
-        || w.checked_add(d.dst_x).is_none_or(|n| n > d.dst_pitch)
+    if h != 1
+        && (w.checked_add(d.src_x).is_none_or(|n| n > d.src_pitch)
+            || w.checked_add(d.dst_x).is_none_or(|n| n > d.dst_pitch))
     {
         return Err(INVALID_VALUE);
     }

@@ -140,16 +140,19 @@ export! {
     }
 
     /// `cuMemcpyBatchAsync` (CUDA 12.8): as `_v2`, and `fail_idx` names the copy that
-    /// failed (`SIZE_MAX` when the error is no one copy's).
+    /// failed (`SIZE_MAX` when the error is no one copy's, and on success, as the
+    /// driver writes it on the H200).
     fn cuMemcpyBatchAsync(dsts: *const u64, srcs: *const u64, sizes: *const usize, count: usize, attrs: *const MemcpyAttributes, attr_idxs: *const usize, num_attrs: usize, fail_idx: *mut usize, stream: Handle) {
         // SAFETY: the caller's arrays and memory (the driver's contract).
         let r = unsafe { batch(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream, "cuMemcpyBatchAsync") };
-        r.map_err(|(code, at)| {
-            if !fail_idx.is_null() {
-                // SAFETY: the caller's out-pointer, not null.
-                unsafe { fail_idx.write(at) };
-            }
-            code
-        })
+        let at = match r {
+            Ok(()) => usize::MAX,
+            Err((_, at)) => at,
+        };
+        if !fail_idx.is_null() {
+            // SAFETY: the caller's out-pointer, not null.
+            unsafe { fail_idx.write(at) };
+        }
+        r.map_err(|(code, _)| code)
     }
 }

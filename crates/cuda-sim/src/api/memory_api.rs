@@ -266,7 +266,8 @@ export! {
     }
 
     /// `cuPointerGetAttributes`: never fails for an unknown address; its attributes
-    /// read as zero (null) then.
+    /// read as zero (null) then, except the range's start and size, which are left
+    /// as they were (as the driver leaves them on the H200).
     fn cuPointerGetAttributes(count: c_uint, attrs: *mut c_int, data: *mut *mut c_void, p: u64) {
         sim().ready()?;
         if count == 0 || attrs.is_null() || data.is_null() {
@@ -279,7 +280,13 @@ export! {
             if size == 0 || slot.is_null() {
                 return Err(INVALID_VALUE);
             }
-            let v = attribute(attr, p).unwrap_or(if size == 4 { Val::U32(0) } else { Val::U64(0) });
+            let v = match attribute(attr, p) {
+                Ok(v) => v,
+                // CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE
+                Err(_) if matches!(attr, 11 | 12) => continue,
+                Err(_) if size == 4 => Val::U32(0),
+                Err(_) => Val::U64(0),
+            };
             // SAFETY: `slot` is valid for the attribute's size (the driver's contract).
             unsafe { write_val(slot, v) };
         }

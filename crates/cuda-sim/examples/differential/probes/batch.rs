@@ -1,7 +1,7 @@
 //! `cuMemcpyBatchAsync` (CUDA 12.8's, with a failure index) and `_v2` (CUDA 13's):
 //! the argument checks and which copy a failure names.
 
-use super::{probe, Probe};
+use super::{differs, probe, Probe};
 use crate::common::*;
 use crate::cu;
 use cuda_sys::{CUmemcpyAttributes, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
@@ -45,17 +45,25 @@ pub const PROBES: &[Probe] = &[
         "CUDA_ERROR_INVALID_VALUE",
         v2_legacy,
     ),
-    probe(
+    differs(
         G,
         "cuMemcpyBatchAsync_v2, copy 2 (of 0, 1, 2) from freed memory",
         "CUDA_ERROR_INVALID_VALUE",
+        "stricter: the driver crashed (signal 11) on the H200 (driver 580, CUDA 13.0); the simulator refuses the call",
         v2_bad_copy,
     ),
-    probe(
+    differs(
         G,
         "cuMemcpyBatchAsync, copy 2 (of 0, 1, 2) from freed memory: failIdx",
         "CUDA_ERROR_INVALID_VALUE, failIdx 2",
+        "stricter: the driver crashed (signal 11) on the H200 (driver 580, CUDA 13.0); the simulator refuses the call",
         v1_fail_index,
+    ),
+    probe(
+        G,
+        "cuMemcpyBatchAsync, copy 2 (of 0, 1, 2) 1 MiB long from 4096 bytes: failIdx",
+        "CUDA_ERROR_INVALID_VALUE, failIdx 2",
+        v1_copy_past_end,
     ),
     probe(
         G,
@@ -65,8 +73,8 @@ pub const PROBES: &[Probe] = &[
     ),
     probe(
         G,
-        "cuMemcpyBatchAsync of valid copies: failIdx left as it was",
-        "CUDA_SUCCESS, failIdx 77",
+        "cuMemcpyBatchAsync of valid copies: failIdx",
+        "CUDA_SUCCESS, failIdx SIZE_MAX",
         v1_ok,
     ),
 ];
@@ -263,6 +271,13 @@ fn fail_index(i: usize) -> String {
 
 fn v1_fail_index(d: &'static Driver) -> String {
     let mut b = with_freed_source(d);
+    let (r, i) = v1(d, &mut b, 1);
+    format!("{}, failIdx {}", show(d, r), fail_index(i))
+}
+
+fn v1_copy_past_end(d: &'static Driver) -> String {
+    let mut b = batch(d);
+    b.sizes[2] = 1 << 20;
     let (r, i) = v1(d, &mut b, 1);
     format!("{}, failIdx {}", show(d, r), fail_index(i))
 }

@@ -1,7 +1,7 @@
 //! Contexts: a second context on the same device, released primary contexts, and
 //! queries without a current context.
 
-use super::{probe, Probe};
+use super::{differs, probe, Probe};
 use crate::common::*;
 use crate::cu;
 
@@ -43,13 +43,14 @@ pub const PROBES: &[Probe] = &[
     probe(
         G,
         "cuMemAlloc with the primary context current after its last release",
-        "CUDA_ERROR_INVALID_CONTEXT",
+        "CUDA_ERROR_CONTEXT_IS_DESTROYED",
         alloc_after_release,
     ),
-    probe(
+    differs(
         G,
         "cuCtxDestroy, then cuCtxSetCurrent of it",
         "CUDA_ERROR_INVALID_CONTEXT",
+        "stricter: the driver accepts a destroyed context as current (CUDA_SUCCESS on the H200); the simulator refuses it at once",
         set_destroyed,
     ),
     probe(

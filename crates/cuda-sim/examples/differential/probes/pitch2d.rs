@@ -2,7 +2,7 @@
 
 use cuda_sys::{CUmemorytype, CUDA_MEMCPY2D};
 
-use super::{probe, Probe};
+use super::{differs, probe, Probe};
 use crate::common::*;
 use crate::cu;
 
@@ -29,16 +29,29 @@ pub const PROBES: &[Probe] = &[
     ),
     probe(
         G,
-        "cuMemcpy2D(device pitch 2^31, past MAX_PITCH)",
-        "CUDA_ERROR_INVALID_VALUE",
+        "cuMemcpy2D(one row, device pitch 2^31, past MAX_PITCH)",
+        "CUDA_SUCCESS",
         pitch_past_max,
+    ),
+    probe(
+        G,
+        "cuMemcpy2D(two rows, device pitch 2^31, past MAX_PITCH)",
+        "CUDA_ERROR_INVALID_VALUE",
+        two_rows_pitch_past_max,
     ),
     probe(G, "cuMemcpy2D(WidthInBytes 0)", "CUDA_SUCCESS", width_zero),
     probe(
         G,
         "cuMemcpy2D(one row, pitches 0)",
-        "CUDA_ERROR_INVALID_VALUE",
+        "CUDA_SUCCESS",
         one_row_pitch_zero,
+    ),
+    differs(
+        G,
+        "cuMemcpy2D(two rows, pitches 0)",
+        "CUDA_ERROR_INVALID_VALUE",
+        "stricter: a pitch below the row width is refused with more than one row; the driver accepts pitch 0 (CUDA_SUCCESS on the H200)",
+        two_rows_pitch_zero,
     ),
     probe(
         G,
@@ -171,6 +184,16 @@ fn pitch_past_max(d: &'static Driver) -> String {
     )
 }
 
+fn two_rows_pitch_past_max(d: &'static Driver) -> String {
+    context(d);
+    let p = alloc(d, 1 << 20);
+    let src = vec![0u8; 4096];
+    name(
+        d,
+        cu!(d, cuMemcpy2D(&htod(src.as_ptr(), 256, p, 1 << 31, 256, 2))),
+    )
+}
+
 fn width_zero(d: &'static Driver) -> String {
     context(d);
     let (p, pitch) = pitched(d, 256, 4);
@@ -186,6 +209,13 @@ fn one_row_pitch_zero(d: &'static Driver) -> String {
     let (p, _) = pitched(d, 256, 4);
     let src = vec![0u8; 4096];
     name(d, cu!(d, cuMemcpy2D(&htod(src.as_ptr(), 0, p, 0, 256, 1))))
+}
+
+fn two_rows_pitch_zero(d: &'static Driver) -> String {
+    context(d);
+    let (p, _) = pitched(d, 256, 4);
+    let src = vec![0u8; 4096];
+    name(d, cu!(d, cuMemcpy2D(&htod(src.as_ptr(), 0, p, 0, 256, 2))))
 }
 
 fn rows_past_end(d: &'static Driver) -> String {

@@ -40,7 +40,7 @@ pub const PROBES: &[Probe] = &[
     probe(
         G,
         "cuPointerGetAttributes(type, managed, range) of pageable memory",
-        "CUDA_SUCCESS: type 0, managed 0, start 0, size 0",
+        "CUDA_SUCCESS: type 0, managed 0, start 7, size 7",
         pageable_attributes,
     ),
     probe(

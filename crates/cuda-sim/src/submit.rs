@@ -19,11 +19,13 @@ pub enum Queued {
 }
 
 impl Queued {
-    /// Blocks until the operation has completed (at once for a captured one), then
-    /// returns the device's sticky error if a fault came meanwhile.
+    /// Waits until the operation has completed (at once for a captured one), as a
+    /// synchronous call of the driver waits: spinning unless the context is
+    /// blocking-sync ([`Stream::host_wait`]); then returns the device's sticky error
+    /// if a fault came meanwhile.
     pub fn wait(&self) -> Res<()> {
         if let Queued::At(s, seq) = self {
-            s.wait_for(*seq);
+            s.host_wait(*seq, s.ctx.blocking_sync());
             sim().device(s.ctx.device).sticky()?;
         }
         Ok(())

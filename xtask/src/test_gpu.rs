@@ -28,7 +28,7 @@ use cargo_metadata::TargetKind;
 use xshell::Shell;
 
 use crate::cargo_util::{self, Artifact, Metadata, TestCounts};
-use crate::{probe, Result};
+use crate::{probe, Context, Result};
 
 /// Options of `cargo xtask test-gpu`.
 #[derive(clap::Args)]
@@ -352,6 +352,11 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
             plain.push(name);
         }
     }
+    // cuda-sim's own tests open the simulator beside them (its `sim_path`).
+    if let Some(sim) = tests.iter().find_map(|a| simulator_beside(&a.executable)) {
+        std::fs::copy(&sim, bin.join(SIMULATOR))
+            .with_context(|| format!("cannot copy {} into the bundle", sim.display()))?;
+    }
     let mut example_names = Vec::new();
     for a in &examples {
         let name = a.bundle_name();
@@ -390,6 +395,18 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
         ),
     );
     Ok(())
+}
+
+/// The simulated driver's file name (`crates/cuda-sim`'s cdylib).
+const SIMULATOR: &str = "libcuda_sim.so";
+
+/// The simulator built beside a test executable (`deps/`) or one folder up, where
+/// cuda-sim's tests look for it; `None` where the workspace build made none.
+fn simulator_beside(exe: &Path) -> Option<PathBuf> {
+    let dir = exe.parent()?;
+    [dir.join(SIMULATOR), dir.join("..").join(SIMULATOR)]
+        .into_iter()
+        .find(|p| p.is_file())
 }
 
 /// Whether a test executable links trybuild, which runs cargo: such a test cannot
@@ -452,6 +469,23 @@ const RUN_SH: &str = include_str!("test_gpu/run.sh.in");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_simulator_is_found_beside_a_test_or_one_folder_up_and_nowhere_else() {
+        let root = std::env::temp_dir().join(format!("xtask-sim-{}", std::process::id()));
+        let deps = root.join("deps");
+        std::fs::create_dir_all(&deps).unwrap();
+        let exe = deps.join("detections-0123");
+        assert_eq!(simulator_beside(&exe), None);
+        std::fs::write(root.join(SIMULATOR), b"up").unwrap();
+        assert_eq!(
+            simulator_beside(&exe),
+            Some(deps.join("..").join(SIMULATOR))
+        );
+        std::fs::write(deps.join(SIMULATOR), b"beside").unwrap();
+        assert_eq!(simulator_beside(&exe), Some(deps.join(SIMULATOR)));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn summary_lines() {

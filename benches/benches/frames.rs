@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use benches::cells::{CellFilter, CELLS_ENV};
 use benches::frame_loop::FrameLoop;
 use benches::frames::{scenarios_from, FrameSettings, Scenario, FRAMES_ONLY_ENV};
 use benches::records::{self, Record, RECORDS_DIR_ENV};
@@ -44,6 +45,11 @@ fn main() -> ExitCode {
         RunMode::Test => FrameSettings::smoke(),
         _ => FrameSettings::from_env(),
     };
+    let (settings, scenarios) = settings.for_cells(CellFilter::from_env(), &scenarios);
+    if scenarios.is_empty() {
+        println!("frames: no cell of {CELLS_ENV} is measured here");
+        return ExitCode::SUCCESS;
+    }
 
     let gpu = match Gpu::open_for("frames", mode) {
         Ok(g) => g,

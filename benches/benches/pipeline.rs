@@ -20,7 +20,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use benches::pipeline::report::PIPELINE_FILE;
+use benches::cells::CELLS_ENV;
+use benches::pipeline::behind_work::BEHIND_WORK_SCENARIO;
+use benches::pipeline::report::{self, PIPELINE_FILE};
 use benches::pipeline::{self, PipelineSettings};
 use benches::records::{write_records_file, RECORDS_DIR_ENV};
 use benches::{Gpu, RunMode};
@@ -36,6 +38,15 @@ fn main() -> ExitCode {
         RunMode::Test => PipelineSettings::smoke(),
         _ => PipelineSettings::from_env(),
     };
+    if !settings.cells.any([
+        report::PIPELINE_SCENARIO,
+        report::GPU_HEAVY_SCENARIO,
+        report::BATCH_SCENARIO,
+        BEHIND_WORK_SCENARIO,
+    ]) {
+        println!("pipeline: no cell of {CELLS_ENV} is measured here");
+        return ExitCode::SUCCESS;
+    }
     let gpu = match Gpu::open_for("pipeline", mode) {
         Ok(g) => g,
         Err(exit) => return exit,

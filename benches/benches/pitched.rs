@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use benches::cells::{CellFilter, CELLS_ENV};
 use benches::pitched::{self, PitchedSettings, PITCHED_FILE};
 use benches::records::{write_records_file, RECORDS_DIR_ENV};
 use benches::{Gpu, RunMode};
@@ -35,6 +36,11 @@ fn main() -> ExitCode {
         RunMode::Test => PitchedSettings::smoke(),
         _ => PitchedSettings::from_env(),
     };
+    let cells = CellFilter::from_env();
+    if !cells.any(pitched::SCENARIOS.iter().map(|s| s.name)) {
+        println!("pitched: no cell of {CELLS_ENV} is measured here");
+        return ExitCode::SUCCESS;
+    }
     let gpu = match Gpu::open_for("pitched", mode) {
         Ok(g) => g,
         Err(exit) => return exit,

@@ -13,13 +13,14 @@ use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use benches::cells::{cell_name, CellFilter};
 use benches::{
-    bridge_measured, column, dtoh_pageable_async, dtoh_raw_pinned, exit_on_error as ok,
-    fill_pattern, group_id, htod_pageable_async, htod_raw_pinned, BenchSettings, CudarcBuffers,
-    CudarcGpu, Direction, Gpu, RunMode, BRIDGE_COLUMNS, COLUMNS,
+    bridge_measured, column, dtoh_pageable_async, dtoh_raw_pinned, every_column,
+    exit_on_error as ok, fill_pattern, group_id, htod_pageable_async, htod_raw_pinned,
+    BenchSettings, CudarcBuffers, CudarcGpu, Direction, Gpu, RunMode, BRIDGE_COLUMNS, COLUMNS,
 };
 use criterion::measurement::WallTime;
-use criterion::{BenchmarkGroup, Criterion, Throughput};
+use criterion::{Bencher, BenchmarkGroup, Criterion, Throughput};
 use cuda_core::{DeviceBuffer, HostRegistration, PinnedBuffer};
 use cuda_staging::{CudarcView, CudarcViewMut, StagingBuffer};
 
@@ -93,6 +94,27 @@ fn list(c: &mut Criterion, settings: &BenchSettings) {
                 }
             }
             g.finish();
+        }
+    }
+}
+
+/// The scenario of every cell here ([`benches::cells`]): `back-to-back/H2D/150528/copy-in`.
+const BACK_TO_BACK: &str = "back-to-back";
+
+/// One direction and size's criterion group, measuring only the columns whose cells
+/// `BENCH_CELLS` names.
+struct Cells<'a, 'f> {
+    group: Group<'a>,
+    /// `back-to-back/{direction}/{bytes}`.
+    prefix: String,
+    filter: &'f CellFilter,
+}
+
+impl Cells<'_, '_> {
+    /// Measures `column` with `f` if its cell is named.
+    fn bench_function<F: FnMut(&mut Bencher<'_, WallTime>)>(&mut self, column: &str, f: F) {
+        if self.filter.matches(&format!("{}/{column}", self.prefix)) {
+            self.group.bench_function(column, f);
         }
     }
 }
@@ -171,14 +193,27 @@ fn run(c: &mut Criterion, settings: &BenchSettings, gpu: &Gpu, cudarc: Option<&C
         let allocations = host.staging.stats().allocations;
 
         for dir in Direction::ALL {
-            let mut g = c.benchmark_group(group_id(dir, bytes));
-            g.throughput(Throughput::Bytes(bytes as u64))
+            let prefix = cell_name(BACK_TO_BACK, dir.label(), bytes);
+            if !settings
+                .cells
+                .any(every_column().map(|col| format!("{prefix}/{col}")))
+            {
+                continue;
+            }
+            let mut group = c.benchmark_group(group_id(dir, bytes));
+            group
+                .throughput(Throughput::Bytes(bytes as u64))
                 .sampling_mode(settings.sampling_mode(bytes));
+            let mut g = Cells {
+                group,
+                prefix,
+                filter: &settings.cells,
+            };
             match dir {
                 Direction::HostToDevice => bench_h2d(&mut g, gpu, cudarc, &mut host, &mut fx),
                 Direction::DeviceToHost => bench_d2h(&mut g, gpu, cudarc, &mut host, &mut fx),
             }
-            g.finish();
+            g.group.finish();
         }
 
         let now = host.staging.stats().allocations;
@@ -270,7 +305,7 @@ fn warm_up_bridge(rc: &CudarcGpu, host: &mut Host<'_>, fx: &mut SizeFixture) {
 }
 
 fn bench_h2d(
-    g: &mut Group<'_>,
+    g: &mut Cells<'_, '_>,
     gpu: &Gpu,
     cudarc: Option<&CudarcGpu>,
     host: &mut Host<'_>,
@@ -370,7 +405,7 @@ fn bench_h2d(
 }
 
 fn bench_d2h(
-    g: &mut Group<'_>,
+    g: &mut Cells<'_, '_>,
     gpu: &Gpu,
     cudarc: Option<&CudarcGpu>,
     host: &mut Host<'_>,

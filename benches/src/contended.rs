@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use cuda_core::Error;
 
+use crate::cells::cell_name;
 use crate::cpu_time::{self, CpuTally};
 use crate::frame_loop::FrameLoop;
 use crate::frames::{FrameColumn, FrameSettings, Scenario};
@@ -119,6 +120,12 @@ pub fn run(
     let mut records = Vec::new();
     for (i, &bytes) in sizes.iter().enumerate() {
         for direction in Direction::ALL {
+            if !settings
+                .cells
+                .matches(&cell_name(scenario, direction.label(), bytes))
+            {
+                continue;
+            }
             let what = |column: Option<FrameColumn>, e: Error| {
                 let name = column.map_or("baseline", FrameColumn::name);
                 format!("{scenario} {name} {} {bytes} B: {e}", direction.label())

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use cuda_core::{DeviceBuffer, Error};
 use cuda_staging::StagingBuffer;
 
+use crate::cells::cell_name;
 use crate::cpu_time::{self, CpuTally};
 use crate::frames::{FrameColumn, FrameSettings, Gap, Scenario, LOW_LATENCY_QUIET};
 use crate::gap::GapRunner;
@@ -264,6 +265,12 @@ impl<'g> FrameLoop<'g> {
         for i in 0..self.sizes.len() {
             let bytes = self.sizes[i];
             for direction in Direction::ALL {
+                if !settings
+                    .cells
+                    .matches(&cell_name(scenario.name(), direction.label(), bytes))
+                {
+                    continue;
+                }
                 let mut cell = Cell::new(settings.warmup_reps, reps);
                 cell.idle = self.idle_gap_cpu(gap, IDLE_GAP_FRAMES);
                 let what = |column: FrameColumn| {

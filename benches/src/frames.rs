@@ -27,7 +27,8 @@
 
 use std::time::Duration;
 
-use crate::column;
+use crate::cells::cell_name;
+use crate::{column, Direction};
 
 mod settings;
 pub use settings::FrameSettings;
@@ -132,6 +133,18 @@ impl Scenario {
             | Scenario::Scaling
             | Scenario::Chunks => None,
         }
+    }
+
+    /// The names of the scenario's cells ([`crate::cells`]) at `sizes`: one per
+    /// direction and size for those on the frame-loop columns, else its name alone.
+    pub fn cells(self, sizes: &[usize]) -> Vec<String> {
+        if !self.uses_frame_columns() {
+            return vec![self.name().to_string()];
+        }
+        sizes
+            .iter()
+            .flat_map(|&b| Direction::ALL.map(|d| cell_name(self.name(), d.label(), b)))
+            .collect()
     }
 
     /// Whether the scenario runs on [`crate::frame_loop::FrameLoop`]'s columns and

@@ -37,6 +37,7 @@
 //! [`pitched`].
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod cells;
 pub mod chunks;
 pub mod contended;
 pub mod cpu_time;
@@ -128,6 +129,11 @@ pub const COLUMNS: [&str; 8] = [
 /// [`SEED_SIZES_BYTES`] only, next to `copy-in` and `resident`.
 pub const BRIDGE_COLUMNS: [&str; 2] = [column::CUDARC_COPY_IN, column::CUDARC_RESIDENT];
 
+/// Every column of the back-to-back benchmarks: [`COLUMNS`], then [`BRIDGE_COLUMNS`].
+pub fn every_column() -> impl Iterator<Item = &'static str> {
+    COLUMNS.into_iter().chain(BRIDGE_COLUMNS)
+}
+
 /// The seed's rows: 112×112×3, 128×128×3 and 640×640×3 `f32` tensors, in bytes.
 pub const SEED_SIZES_BYTES: [usize; 3] = [150_528, 196_608, 4_915_200];
 
@@ -209,6 +215,8 @@ pub struct BenchSettings {
     pub sample_size: usize,
     /// Bootstrap resamples of criterion's analysis.
     pub nresamples: usize,
+    /// The cells to measure (`BENCH_CELLS`, [`cells`]): `back-to-back/H2D/150528/copy-in`.
+    pub cells: cells::CellFilter,
 }
 
 impl BenchSettings {
@@ -225,6 +233,7 @@ impl BenchSettings {
             measurement: Duration::from_millis(250),
             sample_size: 40,
             nresamples: 2000,
+            cells: cells::CellFilter::all(),
         }
     }
 
@@ -237,17 +246,41 @@ impl BenchSettings {
             measurement: Duration::from_millis(100),
             sample_size: 20,
             nresamples: 1000,
+            cells: cells::CellFilter::all(),
         }
     }
 
     /// [`BenchSettings::quick`] when the environment variable `BENCH_QUICK` is set to
     /// anything but empty or `0`, else [`BenchSettings::full`].
+    ///
+    /// With `BENCH_CELLS`, the sizes are those of the full run at which it names a
+    /// cell (quick or not).
     pub fn from_env() -> BenchSettings {
-        if quick_from_env() {
+        let settings = if quick_from_env() {
             BenchSettings::quick()
         } else {
             BenchSettings::full()
+        };
+        settings.for_cells(cells::CellFilter::from_env())
+    }
+
+    /// These settings for the cells `cells` names: the sizes of the full run at
+    /// which it names a cell of some direction and column; without a pattern,
+    /// nothing changes.
+    pub fn for_cells(mut self, cells: cells::CellFilter) -> BenchSettings {
+        if !cells.is_all() {
+            self.sizes = full_sizes()
+                .into_iter()
+                .filter(|&b| {
+                    Direction::ALL.iter().any(|d| {
+                        let prefix = cells::cell_name("back-to-back", d.label(), b);
+                        cells.any(every_column().map(|c| format!("{prefix}/{c}")))
+                    })
+                })
+                .collect();
+            self.cells = cells;
         }
+        self
     }
 
     /// The largest size.

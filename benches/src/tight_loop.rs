@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use cuda_core::Error;
 
+use crate::cells::cell_name;
 use crate::cpu_time::{self, CpuTally};
 use crate::frame_loop::FrameLoop;
 use crate::frames::{FrameColumn, FrameSettings, Scenario, LOW_LATENCY_QUIET};
@@ -60,6 +61,12 @@ pub fn run(
     let mut records = Vec::new();
     for (i, &bytes) in sizes.iter().enumerate() {
         for direction in Direction::ALL {
+            if !settings
+                .cells
+                .matches(&cell_name(scenario, direction.label(), bytes))
+            {
+                continue;
+            }
             let mut cell = Vec::new();
             for column in run_order() {
                 let (mut samples, cpu) =

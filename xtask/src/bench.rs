@@ -19,6 +19,9 @@ use crate::cargo_util::{self, Metadata};
 use crate::render::{self, Machine};
 use crate::{probe, project_root, read_json, Context, Result};
 
+mod ab;
+mod verdict;
+
 /// Options of `cargo xtask bench`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -48,6 +51,24 @@ pub struct Args {
     /// crates/cuda-staging/docs for the table].
     #[arg(long, value_name = "DIR")]
     docs_dir: Option<PathBuf>,
+    /// Compare REV (a commit, branch or tag: A) with the working tree (B): build the
+    /// bench executables of both into one bundle, then (without --bundle, on a GPU
+    /// machine) run `run.sh --ab` on it: the cells measured by both builds in
+    /// alternating rounds, with a verdict per cell and column.
+    #[arg(long, value_name = "REV", conflicts_with_all = ["report", "rerender", "ab_report"])]
+    ab: Option<String>,
+    /// With --ab: the cells to compare, a comma list of patterns (benches/src/cells.rs)
+    /// [default: ab::DEFAULT_CELLS, about 4 minutes on the H200].
+    #[arg(long, value_name = "PATTERN", requires = "ab")]
+    cells: Option<String>,
+    /// With --ab: rounds, each running both builds (ABBA order).
+    #[arg(long, value_name = "N", requires = "ab", default_value_t = ab::DEFAULT_ROUNDS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    rounds: u32,
+    /// Compare the rounds of an A/B run (what `run.sh --ab` left in a results folder):
+    /// writes ab.md and ab.json there and prints the table.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["bundle", "report", "rerender"])]
+    ab_report: Option<PathBuf>,
     /// Arguments for the bench executables, e.g. a criterion filter such as `H2D/150528`.
     #[arg(last = true, value_name = "BENCH_ARGS")]
     bench_args: Vec<String>,
@@ -55,6 +76,12 @@ pub struct Args {
 
 /// Runs `cargo xtask bench` with these options.
 pub fn run(args: &Args) -> Result<()> {
+    if let Some(dir) = &args.ab_report {
+        return ab::report(dir);
+    }
+    if let Some(rev) = &args.ab {
+        return compare(args, rev);
+    }
     if let Some(dir) = &args.bundle {
         return bundle(args, dir);
     }
@@ -294,13 +321,95 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The bundle's run.sh for these bench executables (names under `bin/`).
+/// `--ab REV`: both builds into one bundle (`--bundle DIR`, or `target/ab-bundle`),
+/// then, without `--bundle`, `run.sh --ab` on this machine's GPU.
+fn compare(args: &Args, rev: &str) -> Result<()> {
+    let commit = ab::resolve(&project_root(), rev)?;
+    let local = args.bundle.is_none();
+    if local {
+        probe::probe().map_err(|e| {
+            format!(
+                "no CUDA GPU found: cargo xtask bench --ab needs one ({e}).\n\
+                 Use --ab {rev} --bundle DIR on this machine and run `DIR/run.sh --ab` on a \
+                 GPU machine; nothing was built."
+            )
+        })?;
+    }
+    let meta = Metadata::load()?;
+    let dir = match &args.bundle {
+        Some(d) => d.clone(),
+        None => meta.target_dir.join("ab-bundle"),
+    };
+    let dir = cargo_util::prepare_bundle(&dir)?;
+    let base = ab::build_base(&commit, &meta)?;
+    let head = ab::build_head(&meta)?;
+    let names = ab::lay_out(&dir, &commit, &base, &head)?;
+    let sh = cargo_util::shell()?;
+    cargo_util::bundle_xtask(&sh, &dir.join("bin"), &meta)?;
+    let script = RunScript {
+        commit: &cargo_util::git_commit(),
+        quick: args.quick,
+        benches: &names,
+        bench_args: &args.bench_args,
+        cells: args.cells.as_deref().unwrap_or(ab::DEFAULT_CELLS),
+        rounds: args.rounds,
+    }
+    .text();
+    let run_sh = dir.join("run.sh");
+    cargo_util::write_script(&run_sh, &script)?;
+    cargo_util::report_bundle(
+        &dir,
+        names.len() + base.len(),
+        &format!(
+            "A = {rev} ({}) in base/bin, B = the working tree in bin\n\
+             on a GPU machine: bash {}/run.sh --ab [--rounds N] [--cells PATTERN]",
+            &commit[..10],
+            dir.display()
+        ),
+    );
+    if local {
+        cmd!(sh, "bash {run_sh} --ab").run()?;
+    }
+    Ok(())
+}
+
+/// What the bundle's run.sh is made of.
+struct RunScript<'a> {
+    commit: &'a str,
+    quick: bool,
+    /// The bench executables, names under `bin/`.
+    benches: &'a [String],
+    bench_args: &'a [String],
+    /// `--ab`'s default cells and rounds.
+    cells: &'a str,
+    rounds: u32,
+}
+
+impl RunScript<'_> {
+    /// The script: [`RUN_SH`] with its placeholders filled in.
+    fn text(&self) -> String {
+        RUN_SH
+            .replace("@COMMIT@", self.commit)
+            .replace("@QUICK@", if self.quick { "1" } else { "0" })
+            .replace("@BENCHES@", &cargo_util::sh_words(self.benches))
+            .replace("@BENCH_ARGS@", &cargo_util::sh_words(self.bench_args))
+            .replace("@AB_CELLS@", &cargo_util::sh_quote(self.cells))
+            .replace("@AB_ROUNDS@", &self.rounds.to_string())
+    }
+}
+
+/// The bundle's run.sh for these bench executables (names under `bin/`), with the
+/// A/B's defaults.
 fn run_script(commit: &str, quick: bool, benches: &[String], bench_args: &[String]) -> String {
-    RUN_SH
-        .replace("@COMMIT@", commit)
-        .replace("@QUICK@", if quick { "1" } else { "0" })
-        .replace("@BENCHES@", &cargo_util::sh_words(benches))
-        .replace("@BENCH_ARGS@", &cargo_util::sh_words(bench_args))
+    RunScript {
+        commit,
+        quick,
+        benches,
+        bench_args,
+        cells: ab::DEFAULT_CELLS,
+        rounds: ab::DEFAULT_ROUNDS,
+    }
+    .text()
 }
 
 /// The bundle's run.sh, with `@NAME@` placeholders filled in by `run_script`.
@@ -497,7 +606,142 @@ fi
             &script,
             "Generated by `cargo xtask bench --bundle` at commit abc1234",
             "--quick      shorter measurements",
-            "cargo xtask bench --report <that folder>",
+            "(or --ab-report, for an A/B)",
+        );
+    }
+
+    /// Stands in for a bench executable of one build in an A/B bundle: logs which
+    /// build ran with which settings, and leaves a records file where it is told to.
+    const FAKE_AB_BENCH: &str = r#"#!/bin/sh
+echo "@SIDE@ $BENCH_QUICK $BENCH_CELLS $(basename "$(dirname "$BENCH_RECORDS_DIR")")" >> "$FAKE_LOG"
+echo '{"records": []}' > "$BENCH_RECORDS_DIR/fake.json"
+"#;
+
+    /// Stands in for the bundle's xtask in an A/B: the probe and the report.
+    const FAKE_AB_XTASK: &str = r#"#!/bin/sh
+case "$*" in
+  probe) echo "found: Fake GPU" ;;
+  "probe --json") echo '{"device_name": "Fake GPU"}' ;;
+  "bench --ab-report "*) (ls "$3/ab/a"; ls "$3/ab/b") | tr '\n' ' '; echo; echo "A/B: fake summary" ;;
+  *) echo "fake xtask: unexpected arguments: $*" >&2; exit 2 ;;
+esac
+"#;
+
+    /// An A/B bundle of fake executables; runs `run.sh --ab ARGS` with OUT set and
+    /// returns (the order log, what run.sh printed, its success, the out folder).
+    fn run_fake_ab(args: &[&str]) -> (String, String, bool, xshell::TempDir) {
+        let sh = xshell::Shell::new().unwrap();
+        let tmp = sh.create_temp_dir().unwrap();
+        let dir = tmp.path();
+        for (bin, side) in [("bin", "B"), ("base/bin", "A")] {
+            fs::create_dir_all(dir.join(bin)).unwrap();
+            cargo_util::write_script(
+                &dir.join(bin).join("benches-bench-fake"),
+                &FAKE_AB_BENCH.replace("@SIDE@", side),
+            )
+            .unwrap();
+        }
+        fs::write(dir.join("base/commit.txt"), "aaaa111\n").unwrap();
+        cargo_util::write_script(&dir.join("bin/xtask"), FAKE_AB_XTASK).unwrap();
+        let script = RunScript {
+            commit: "bbbb222",
+            quick: false,
+            benches: &["benches-bench-fake".into()],
+            bench_args: &[],
+            cells: "sleep-2ms/*/1048576,batch",
+            rounds: 4,
+        }
+        .text();
+        assert!(!script.contains("@AB_"), "a placeholder was left");
+        cargo_util::write_script(&dir.join("run.sh"), &script).unwrap();
+        let log = dir.join("order.log");
+        let out = sh
+            .cmd("bash")
+            .arg(dir.join("run.sh"))
+            .arg("--ab")
+            .args(args)
+            .env("OUT", dir.join("out"))
+            .env("FAKE_LOG", &log)
+            .ignore_status()
+            .quiet()
+            .output()
+            .unwrap();
+        (
+            fs::read_to_string(&log).unwrap_or_default(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+            out.status.success(),
+            tmp,
+        )
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn run_sh_ab_alternates_the_builds_in_abba_rounds() {
+        let (order, printed, ok, tmp) = run_fake_ab(&[]);
+        assert!(ok, "{printed}");
+        let cells = "sleep-2ms/*/1048576,batch";
+        let expected: Vec<String> = [
+            ("A", 1),
+            ("B", 1),
+            ("B", 2),
+            ("A", 2),
+            ("A", 3),
+            ("B", 3),
+            ("B", 4),
+            ("A", 4),
+        ]
+        .iter()
+        .map(|(side, round)| format!("{side} 1 {cells} r{round}"))
+        .collect();
+        assert_eq!(order.lines().collect::<Vec<_>>(), expected, "{printed}");
+        assert!(printed.contains("order ABBAABBA"), "{printed}");
+        assert!(printed.contains("A = aaaa111, B = bbbb222"), "{printed}");
+        // The report saw four rounds of each build, and came last.
+        assert!(printed.contains("r1 r2 r3 r4 r1 r2 r3 r4"), "{printed}");
+        assert!(
+            printed.trim_end().ends_with("A/B: fake summary"),
+            "{printed}"
+        );
+        // What comes back: the rounds packed, no loose folders.
+        let out = tmp.path().join("out");
+        assert_eq!(
+            files_under(&out),
+            ["ab-rounds.tar.gz", "bench.log", "commit.txt", "device.json"]
+        );
+
+        let (order, printed, ok, _tmp) = run_fake_ab(&["--rounds", "3", "--cells", "batch"]);
+        assert!(ok, "{printed}");
+        let sides: Vec<&str> = order.lines().map(|l| &l[..1]).collect();
+        assert_eq!(sides, ["A", "B", "B", "A", "A", "B"]);
+        assert!(order.lines().all(|l| l.contains(" batch ")), "{order}");
+
+        let (_, printed, ok, _tmp) = run_fake_ab(&["--rounds", "0"]);
+        assert!(
+            !ok && printed.contains("--rounds takes a whole number"),
+            "{printed}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn run_sh_ab_needs_an_ab_bundle() {
+        let (tmp, _, _) = run_fake_bundle("all");
+        let out = xshell::Shell::new()
+            .unwrap()
+            .cmd("bash")
+            .arg(tmp.path().join("run.sh"))
+            .arg("--ab")
+            .env("OUT", tmp.path().join("out2"))
+            .ignore_status()
+            .quiet()
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            printed.contains("cargo xtask bench --ab REV --bundle DIR"),
+            "{printed}"
         );
     }
 

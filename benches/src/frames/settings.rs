@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::{Gap, FRAME_SIZES_BYTES, QUICK_FRAME_SIZES_BYTES};
+use super::{Gap, Scenario, FRAME_SIZES_BYTES, QUICK_FRAME_SIZES_BYTES};
+use crate::cells::CellFilter;
 
 /// Repetitions, warm-ups and sizes of one `frames` run.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,6 +39,9 @@ pub struct FrameSettings {
     pub chunk_reps: usize,
     /// Back-to-back transfer time per thread and cell of `scaling`.
     pub scaling_cell: Duration,
+    /// The cells to measure (`BENCH_CELLS`, [`crate::cells`]); the runners skip the
+    /// others.
+    pub cells: CellFilter,
 }
 
 impl FrameSettings {
@@ -60,6 +64,7 @@ impl FrameSettings {
             pipeline_warmup_frames: 10,
             chunk_reps: 200,
             scaling_cell: Duration::from_millis(200),
+            cells: CellFilter::all(),
         }
     }
 
@@ -79,6 +84,7 @@ impl FrameSettings {
             pipeline_warmup_frames: 10,
             chunk_reps: 20,
             scaling_cell: Duration::from_millis(25),
+            cells: CellFilter::all(),
         }
     }
 
@@ -99,6 +105,7 @@ impl FrameSettings {
             pipeline_warmup_frames: 1,
             chunk_reps: 2,
             scaling_cell: Duration::from_millis(2),
+            cells: CellFilter::all(),
         }
     }
 
@@ -109,6 +116,35 @@ impl FrameSettings {
         } else {
             FrameSettings::full()
         }
+    }
+
+    /// These settings for the cells `cells` names, and the scenarios of `scenarios`
+    /// that have such cells. Without a pattern, nothing changes; with one, the sizes
+    /// are those of every size the bench knows ([`FRAME_SIZES_BYTES`]) at which some
+    /// scenario has a named cell, quick or not.
+    pub fn for_cells(
+        mut self,
+        cells: CellFilter,
+        scenarios: &[Scenario],
+    ) -> (FrameSettings, Vec<Scenario>) {
+        if cells.is_all() {
+            return (self, scenarios.to_vec());
+        }
+        let picked: Vec<Scenario> = scenarios
+            .iter()
+            .copied()
+            .filter(|s| cells.any(s.cells(&FRAME_SIZES_BYTES)))
+            .collect();
+        self.sizes = FRAME_SIZES_BYTES
+            .into_iter()
+            .filter(|&b| {
+                picked
+                    .iter()
+                    .any(|s| s.uses_frame_columns() && cells.any(s.cells(&[b])))
+            })
+            .collect();
+        self.cells = cells;
+        (self, picked)
     }
 
     /// Measured repetitions per cell of a frame-loop scenario.
@@ -128,6 +164,34 @@ impl FrameSettings {
 mod tests {
     use super::super::Scenario;
     use super::*;
+
+    #[test]
+    fn cells_pick_the_scenarios_and_sizes_they_name() {
+        let all = Scenario::DEFAULT;
+        let (same, scenarios) = FrameSettings::quick().for_cells(CellFilter::all(), &all);
+        assert_eq!((same, scenarios), (FrameSettings::quick(), all.to_vec()));
+
+        let cells = CellFilter::parse(Some(
+            "sleep-2ms/*/1048576,tight-loop/H2D/196608,four-pipelines,back-to-back",
+        ));
+        let (s, scenarios) = FrameSettings::quick().for_cells(cells.clone(), &all);
+        assert_eq!(
+            scenarios,
+            [
+                Scenario::Sleep2ms,
+                Scenario::TightLoop,
+                Scenario::FourPipelines
+            ]
+        );
+        // Sizes the quick run does not have are there when a cell names them.
+        assert_eq!(s.sizes, [196_608, 1_048_576]);
+        assert_eq!(s.reps_short_gap, FrameSettings::quick().reps_short_gap);
+        assert_eq!(s.cells, cells);
+
+        let (s, scenarios) =
+            FrameSettings::full().for_cells(CellFilter::parse(Some("batch")), &all);
+        assert!(scenarios.is_empty() && s.sizes.is_empty());
+    }
 
     #[test]
     fn settings_give_enough_samples_for_a_p99() {

@@ -38,10 +38,14 @@ use std::time::Duration;
 use cuda_staging::{RingStats, StagingStats};
 
 use self::batch::BatchRun;
+use self::behind_work::BEHIND_WORK_SCENARIO;
 use self::loops::{LoopColumn, LoopRun};
-use self::report::{BatchRecord, FpsRecord, Record};
+use self::report::{
+    BatchRecord, FpsRecord, Record, BATCH_SCENARIO, GPU_HEAVY_SCENARIO, PIPELINE_SCENARIO,
+};
 use self::stages::StageTimes;
 pub use self::workload::Workload;
+use crate::cells::CellFilter;
 use crate::{quick_from_env, Gpu};
 
 /// How long the `pipeline` bench measures.
@@ -63,6 +67,10 @@ pub struct PipelineSettings {
     pub scratch_bytes: usize,
     /// Timed repetitions of each `behind-work` cell (every policy each).
     pub behind_work_reps: usize,
+    /// The cells to measure (`BENCH_CELLS`, [`crate::cells`]): `pipeline`,
+    /// `pipeline-gpu-heavy` (which times the pipeline's stages first, so it runs the
+    /// `pipeline` loops too), `batch` and `behind-work`.
+    pub cells: CellFilter,
 }
 
 impl PipelineSettings {
@@ -78,6 +86,7 @@ impl PipelineSettings {
             batch_reps: 1000,
             scratch_bytes: device::SCRATCH_BYTES,
             behind_work_reps: 100,
+            cells: CellFilter::all(),
         }
     }
 
@@ -111,10 +120,14 @@ impl PipelineSettings {
 
     /// [`PipelineSettings::quick`] under `BENCH_QUICK`, else [`PipelineSettings::full`].
     pub fn from_env() -> PipelineSettings {
-        if quick_from_env() {
+        let settings = if quick_from_env() {
             PipelineSettings::quick()
         } else {
             PipelineSettings::full()
+        };
+        PipelineSettings {
+            cells: CellFilter::from_env(),
+            ..settings
         }
     }
 
@@ -238,23 +251,34 @@ pub fn run(
     mut progress: impl FnMut(&str),
 ) -> PipelineResults {
     let mut results = PipelineResults::default();
-    if let Err(e) = run_pipeline(gpu, settings, &mut results, &mut progress) {
-        results.failed = Some(e);
-        return results;
-    }
-    if let Err(e) = run_gpu_heavy(gpu, settings, &mut results, &mut progress) {
-        results.failed = Some(e);
-        return results;
-    }
-    match batch::run(gpu, settings.batch_warmup, settings.batch_reps) {
-        Ok(b) => {
-            results.batch = b;
-            progress("batch: every column checked before and after timing");
-        }
-        Err(e) => {
+    let cells = &settings.cells;
+    let heavy = cells.matches(GPU_HEAVY_SCENARIO);
+    if heavy || cells.matches(PIPELINE_SCENARIO) {
+        if let Err(e) = run_pipeline(gpu, settings, &mut results, &mut progress) {
             results.failed = Some(e);
             return results;
         }
+    }
+    if heavy {
+        if let Err(e) = run_gpu_heavy(gpu, settings, &mut results, &mut progress) {
+            results.failed = Some(e);
+            return results;
+        }
+    }
+    if cells.matches(BATCH_SCENARIO) {
+        match batch::run(gpu, settings.batch_warmup, settings.batch_reps) {
+            Ok(b) => {
+                results.batch = b;
+                progress("batch: every column checked before and after timing");
+            }
+            Err(e) => {
+                results.failed = Some(e);
+                return results;
+            }
+        }
+    }
+    if !cells.matches(BEHIND_WORK_SCENARIO) {
+        return results;
     }
     match behind_work::run(
         gpu,

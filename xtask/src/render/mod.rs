@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use reader::{load_criterion, load_records};
-pub use record::{Record, Results, ScenarioRecord};
+pub use record::{Record, Results, ScenarioRecord, BACK_TO_BACK};
 
 use crate::{Context, Result};
 

@@ -342,8 +342,9 @@ fn compare(args: &Args, rev: &str) -> Result<()> {
     };
     let dir = cargo_util::prepare_bundle(&dir)?;
     let base = ab::build_base(&commit, &meta)?;
+    ab::lay_out_base(&dir, &commit, &base)?;
     let head = ab::build_head(&meta)?;
-    let names = ab::lay_out(&dir, &commit, &base, &head)?;
+    let names = ab::lay_out_head(&dir, &head)?;
     let sh = cargo_util::shell()?;
     cargo_util::bundle_xtask(&sh, &dir.join("bin"), &meta)?;
     let script = RunScript {

@@ -6,7 +6,10 @@
 //!   with `--sim [--seed N] [--jitter-us US]`, the GPU tests on the simulated driver.
 //! - `cargo xtask bench [--quick] [--bundle DIR] [--report PATH]`: the benchmarks
 //!   (criterion's, and the executables that write records files), here or as a
-//!   folder, rendered into `docs/measurements.{md,json}` and `docs/bandwidth.svg`.
+//!   folder, rendered into `docs/measurements.{md,json}` and `docs/bandwidth.svg`;
+//!   with `--ab REV [--cells PATTERN] [--rounds N]`, REV's build against the working
+//!   tree's, alternating in ABBA rounds, with a verdict per cell (`--ab-report DIR`
+//!   compares the rounds a bundle's `run.sh --ab` left).
 //! - `cargo xtask msrv [--toolchain]`: whether the library crates' `rust-version` holds.
 //!
 //! Every command prints its error without a backtrace and exits non-zero on failure.

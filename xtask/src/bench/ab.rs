@@ -105,6 +105,9 @@ fn bench_executables(built: &[Artifact]) -> Vec<(String, PathBuf)> {
 
 /// Builds A's bench executables: `commit` exported under the target folder and built
 /// there, sharing the target folder so that dependencies compile once.
+///
+/// Copy them out before B is built: cargo names a workspace member's outputs by its
+/// path inside the workspace, so B's build writes the same files.
 pub fn build_base(commit: &str, meta: &Metadata) -> Result<Vec<(String, PathBuf)>> {
     let sh = cargo_util::shell()?;
     let src = meta
@@ -134,15 +137,9 @@ pub fn build_head(meta: &Metadata) -> Result<Vec<(String, PathBuf)>> {
     Ok(found)
 }
 
-/// Lays the two builds out side by side in `dir`: B's executables in `bin/`, A's in
-/// `base/bin/` with A's commit in `base/commit.txt`. Returns B's names (run.sh runs
-/// those; an executable only A has is not compared).
-pub fn lay_out(
-    dir: &Path,
-    base_commit: &str,
-    base: &[(String, PathBuf)],
-    head: &[(String, PathBuf)],
-) -> Result<Vec<String>> {
+/// Lays A's build out in `dir`: its executables in `base/bin/` with its commit in
+/// `base/commit.txt` (what was there goes).
+pub fn lay_out_base(dir: &Path, base_commit: &str, base: &[(String, PathBuf)]) -> Result<()> {
     let base_dir = dir.join("base");
     if base_dir.exists() {
         fs::remove_dir_all(&base_dir)
@@ -155,7 +152,12 @@ pub fn lay_out(
         cargo_util::copy_executable(file, &base_bin, name)?;
     }
     fs::write(base_dir.join("commit.txt"), format!("{base_commit}\n"))
-        .with_context(|| format!("cannot write {}", base_dir.display()))?;
+        .with_context(|| format!("cannot write {}", base_dir.display()))
+}
+
+/// Lays B's build out beside A's, in `dir/bin/`. Returns B's names (run.sh runs those;
+/// an executable only A has is not compared).
+pub fn lay_out_head(dir: &Path, head: &[(String, PathBuf)]) -> Result<Vec<String>> {
     let bin = dir.join("bin");
     for (name, file) in head {
         cargo_util::copy_executable(file, &bin, name)?;
@@ -357,7 +359,8 @@ mod tests {
         ];
         let head = [exe("frames-b", "#!/bin/sh\necho B\n")];
         let dir = cargo_util::prepare_bundle(&tmp.path().join("bundle")).unwrap();
-        let names = lay_out(&dir, "abc123", &base, &head).unwrap();
+        lay_out_base(&dir, "abc123", &base).unwrap();
+        let names = lay_out_head(&dir, &head).unwrap();
         assert_eq!(names, ["benches-bench-frames-b"]);
         assert_eq!(
             fs::read_to_string(dir.join("base/commit.txt")).unwrap(),
@@ -373,7 +376,7 @@ mod tests {
             "#!/bin/sh\necho B\n"
         );
         // Laid out again, A's folder holds only the new build.
-        lay_out(&dir, "def456", &base[..1], &head).unwrap();
+        lay_out_base(&dir, "def456", &base[..1]).unwrap();
         assert!(!dir.join("base/bin/benches-bench-transfers-a").exists());
         assert_eq!(
             fs::read_to_string(dir.join("base/commit.txt")).unwrap(),

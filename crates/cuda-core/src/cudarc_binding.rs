@@ -7,6 +7,7 @@
 //! `cudarc_bridge` (which makes it) both use it without importing each other.
 
 use std::ptr::NonNull;
+use std::thread::ThreadId;
 
 use cuda_sys::CUstream;
 use cudarc::driver::{CudaEvent, CudaStream, SyncOnDrop};
@@ -17,6 +18,9 @@ use crate::error::{DriverError, Error, Result};
 pub(crate) struct Binding {
     /// The `CUstream` (its address) the memory's device pointer was taken for.
     stream: usize,
+    /// For a per-thread stream, the thread it is bound to: the handle names another
+    /// stream on every other thread, where cudarc's waits were not made.
+    thread: Option<ThreadId>,
     /// What cudarc's guard would have done when dropped.
     after: After,
 }
@@ -45,11 +49,16 @@ unsafe impl Send for Binding {}
 unsafe impl Sync for Binding {}
 
 impl Binding {
-    /// Memory taken for `stream` (`cu_stream` is its handle), with `guard`, the guard
+    /// Memory taken for `stream` (`cu_stream` is its handle, `thread` the thread a
+    /// per-thread stream is bound to), with `guard`, the guard
     /// cudarc's `device_ptr` / `device_ptr_mut` returned for it, disarmed: what its
     /// `Drop` would have done is done by [`Binding::after_queue`] instead, after each
     /// operation queued on the memory, and nothing when the guard drops.
-    pub(crate) fn new(cu_stream: CUstream, mut guard: SyncOnDrop<'_>) -> Binding {
+    pub(crate) fn new(
+        cu_stream: CUstream,
+        thread: Option<ThreadId>,
+        mut guard: SyncOnDrop<'_>,
+    ) -> Binding {
         let after = match &mut guard {
             SyncOnDrop::Record(target) => match target.take() {
                 Some((event, stream)) => After::Record {
@@ -69,13 +78,15 @@ impl Binding {
         drop(guard);
         Binding {
             stream: cu_stream as usize,
+            thread,
             after,
         }
     }
 
-    /// Whether an operation queued on `stream` may use the memory.
-    pub(crate) fn allows(&self, stream: CUstream) -> bool {
-        self.stream == stream as usize
+    /// Whether an operation queued on `stream` (bound to `thread`, for a per-thread
+    /// stream) may use the memory.
+    pub(crate) fn allows(&self, stream: CUstream, thread: Option<ThreadId>) -> bool {
+        self.stream == stream as usize && self.thread == thread
     }
 
     /// What cudarc's `SyncOnDrop::drop` does (cudarc 0.19), run right after an
@@ -115,4 +126,30 @@ impl Binding {
 /// layer.
 pub(crate) fn from_cudarc(e: cudarc::driver::DriverError) -> Error {
     Error::Driver(DriverError::new(e.0 as cuda_sys::CuResult))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_taken_for_a_per_thread_stream_is_for_that_thread_s_only() {
+        let per_thread = cuda_sys::CU_STREAM_PER_THREAD;
+        let here = Some(std::thread::current().id());
+        let other = Some(
+            std::thread::spawn(|| std::thread::current().id())
+                .join()
+                .unwrap(),
+        );
+        let b = Binding::new(per_thread, here, SyncOnDrop::Sync(None));
+        assert!(b.allows(per_thread, here));
+        assert!(
+            !b.allows(per_thread, other),
+            "the same handle, another thread's stream"
+        );
+        assert!(!b.allows(std::ptr::null_mut(), None));
+        let legacy = Binding::new(std::ptr::null_mut(), None, SyncOnDrop::Sync(None));
+        assert!(legacy.allows(std::ptr::null_mut(), None));
+        assert!(!legacy.allows(per_thread, here));
+    }
 }

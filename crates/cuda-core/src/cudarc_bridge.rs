@@ -109,9 +109,21 @@
 //!   or bound. So every driver call this workspace makes on a stream, waits and
 //!   queries included, is made with the stream's own context current.
 //! - **The per-thread stream** (`CudaContext::per_thread_stream`,
-//!   `CU_STREAM_PER_THREAD`): a different stream on every thread, which one `Send +
-//!   Sync` record cannot follow. [`Stream::borrow_cudarc`] refuses it
-//!   ([`Error::InvalidArgument`]), and `from_raw_borrowed` forbids it.
+//!   `CU_STREAM_PER_THREAD`, candle's `Device::new_cuda`): a different stream on
+//!   every thread, which one `Send + Sync` record can follow only on one thread. So
+//!   the [`Stream`] [`Stream::borrow_cudarc`] (or `from_raw_borrowed`) makes of it
+//!   is bound to the thread that borrowed it, whose stream the handle names there:
+//!   every operation that names the stream (a queued copy or memset through any
+//!   entry point, [`Event::record`](crate::Event::record) on it, `synchronize`,
+//!   `query`, `wait`, [`CudarcView::new`] / [`CudarcViewMut::new`], whose cudarc
+//!   waits are made on the calling thread's stream) checks the calling thread first
+//!   and elsewhere returns [`Error::WrongThread`], before any driver call and
+//!   changing nothing; a view made for it is refused with another per-thread
+//!   [`Stream`] ([`Error::StreamMismatch`]). Memory with copies queued on it may
+//!   still be read, written and dropped on any thread: an event is recorded after
+//!   every operation queued on the stream (one `cuEventRecord` more each), and a
+//!   wait on another thread waits on it, never on that thread's own stream. Waits
+//!   through an [`Event`](crate::Event) work from any thread, as everywhere.
 //! - **Stream capture** (`CudaStream::begin_capture`, safe in cudarc): work queued on
 //!   a capturing stream is recorded into a graph and runs at each launch of it, not in
 //!   the stream, and the stream cannot be waited for meanwhile. So:
@@ -142,12 +154,16 @@
 //!   work is unaffected.
 //!
 //! The checks cost one `cuCtxGetCurrent` per wait (the context enter) on every
-//! stream, and one `cuStreamIsCapturing` per queued operation on borrowed streams;
+//! stream, and one `cuStreamIsCapturing` per queued operation on borrowed streams
+//! (on the per-thread stream, a thread-id comparison and one `cuEventRecord` more);
 //! `docs/measurements.md`'s `cudarc+` columns are measured with them. The GPU tests
 //! `crates/cuda-staging/tests/cudarc_bridge/soundness.rs` reproduce each case: a
-//! download on cudarc's default stream read while another context is current, the
-//! per-thread stream refused, a copy refused on a capturing stream, and memory whose
-//! copy was queued before a capture not freed or read until it has landed.
+//! download on cudarc's default stream read while another context is current; on the
+//! per-thread stream, an upload and download on the borrowing thread, every
+//! operation refused on another thread with nothing queued, and a download queued on
+//! one thread read on another only once it has landed; a copy refused on a capturing
+//! stream, and memory whose copy was queued before a capture not freed or read until
+//! it has landed.
 //!
 //! # Element types
 //!
@@ -252,22 +268,17 @@ impl Stream {
     /// ([`CudarcView::new`]). No driver call.
     ///
     /// cudarc's per-thread stream (`CudaContext::per_thread_stream`, the handle
-    /// `CU_STREAM_PER_THREAD`) is refused with [`Error::InvalidArgument`]: that
-    /// handle names another stream on every thread, and a [`Stream`] (`Send` and
-    /// `Sync`) keeps one record of queued work for one stream. The default stream
-    /// (`default_stream`, the legacy `NULL` handle) is taken: every wait on it is
-    /// made in its context. See "Soundness" in the module docs.
+    /// `CU_STREAM_PER_THREAD`, which candle's `Device::new_cuda` runs on) names
+    /// another stream on every thread: the [`Stream`] is the calling thread's, bound
+    /// to it. Every operation that names it on another thread returns
+    /// [`Error::WrongThread`] before any driver call, and memory with copies queued
+    /// on it can still be used and dropped anywhere (see [`Stream::from_raw_borrowed`]
+    /// and "Soundness" in the module docs). The default stream (`default_stream`,
+    /// the legacy `NULL` handle) is taken: every wait on it is made in its context.
+    ///
+    /// Returns a `Result` for errors a later version may raise; today it always
+    /// succeeds.
     pub fn borrow_cudarc(stream: &Arc<CudaStream>) -> Result<Stream> {
-        let raw: cuda_sys::CUstream = stream.cu_stream().cast();
-        if raw == cuda_sys::CU_STREAM_PER_THREAD {
-            return Err(Error::InvalidArgument {
-                op: "Stream::borrow_cudarc",
-                reason: "cudarc's per-thread stream (CU_STREAM_PER_THREAD) names a different \
-                         stream on every thread; borrow a stream of cudarc's new_stream, or \
-                         its default_stream"
-                    .into(),
-            });
-        }
         Ok(Stream::wrap_cudarc(
             &Context::wrap_cudarc(stream.context()),
             stream,
@@ -367,15 +378,17 @@ cudarc_memory!(Write::device_ptr_mut via DevicePtrMut::device_ptr_mut, by ref:
     &'a mut CudaSlice<T>, &'a mut CudaViewMut<'_, T>);
 cudarc_memory!(Write::device_ptr_mut via CudaViewMut::view_ptr_mut, by value: CudaViewMut<'a, T>);
 
-/// The checks of `new`, before any driver call: `stream` wraps a cudarc stream,
-/// `memory_ctx` is its context, `len` elements of `T` fit a byte count. Returns
-/// cudarc's stream.
+/// The checks of `new`, before any driver call: `stream` may be named on this thread
+/// (a per-thread stream: cudarc's waits in `device_ptr` are made on the calling
+/// thread's stream), it wraps a cudarc stream, `memory_ctx` is its context, `len`
+/// elements of `T` fit a byte count. Returns cudarc's stream.
 fn check<'a, T>(
     op: &'static str,
     stream: &'a Stream,
     memory_ctx: CUcontext,
     len: usize,
 ) -> Result<&'a Arc<CudaStream>> {
+    stream.state().check_thread(op)?;
     let cu_stream = stream.cudarc().ok_or_else(|| Error::InvalidArgument {
         op,
         reason: "the stream was not borrowed from a cudarc stream: make it with \
@@ -404,7 +417,7 @@ fn take_pointer<'a>(
     let cudarc_ctx = cu_stream.context();
     cudarc_ctx.check_err().map_err(from_cudarc)?;
     let (ptr, guard) = take(cu_stream);
-    let binding = Binding::new(stream.as_raw(), guard);
+    let binding = Binding::new(stream.as_raw(), stream.state().thread(), guard);
     cudarc_ctx.check_err().map_err(from_cudarc)?;
     Ok((ptr, binding))
 }

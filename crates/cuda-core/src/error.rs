@@ -124,6 +124,23 @@ pub enum Error {
         /// What was attempted.
         op: &'static str,
     },
+    /// An operation that names a per-thread stream (`CU_STREAM_PER_THREAD`, such as
+    /// cudarc's `per_thread_stream`, which candle's `Device::new_cuda` uses), called
+    /// on another thread than the one that borrowed it: that handle names a different
+    /// stream on every thread, so the call would queue on, wait for or record in
+    /// another stream than the one the [`Stream`](crate::Stream) follows. Queue on it,
+    /// synchronise it and record events on it from the thread that borrowed it;
+    /// waits through events, and buffers' host access and `Drop`, work from any
+    /// thread. Raised before any driver call; nothing changed.
+    #[error("{op}: the stream is the per-thread stream (CU_STREAM_PER_THREAD) of thread {stream_thread:?}, which names another stream on every thread; called from thread {caller:?} (use it from the thread that borrowed it)")]
+    WrongThread {
+        /// What was attempted.
+        op: &'static str,
+        /// The thread the stream was borrowed on, the one whose stream it names.
+        stream_thread: std::thread::ThreadId,
+        /// The thread that called.
+        caller: std::thread::ThreadId,
+    },
     /// Any other argument the call cannot accept.
     #[error("invalid argument to {op}: {reason}")]
     InvalidArgument {

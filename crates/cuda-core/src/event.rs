@@ -80,8 +80,11 @@ impl Event {
     /// A stream this crate did not create is refused while it is being captured into
     /// a graph ([`Error::StreamCapturing`]): an event recorded inside a capture marks
     /// no point of the stream's real work, and a stream of ours that waited for it
-    /// would join the capture.
+    /// would join the capture. A per-thread stream borrowed on another thread is
+    /// refused ([`Error::WrongThread`]) before any driver call. Waiting on the event
+    /// works from any thread.
     pub fn record(&mut self, stream: &Stream) -> Result<()> {
+        stream.state().check_thread("Event::record")?;
         if !stream.context().same_as(&self.ctx) {
             return Err(Error::ContextMismatch {
                 op: "Event::record",

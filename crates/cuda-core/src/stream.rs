@@ -23,7 +23,10 @@ use crate::wait::WaitPolicy;
 ///
 /// The stream keeps its [`Context`] alive. `Stream` is `Send` and `Sync`: the driver
 /// allows enqueueing on one stream from several threads (their order is then up to
-/// the caller).
+/// the caller). A borrowed per-thread stream (`CU_STREAM_PER_THREAD`, see
+/// [`Stream::from_raw_borrowed`]) is the exception: it is bound to the thread that
+/// borrowed it, and every operation that names it elsewhere returns
+/// [`Error::WrongThread`].
 ///
 /// # Queued operations
 ///
@@ -70,15 +73,25 @@ impl Stream {
     /// being captured into a graph and refuse if so ([`Error::StreamCapturing`]);
     /// see `cudarc_bridge`'s "Soundness" for why.
     ///
+    /// `CU_STREAM_PER_THREAD` (`0x2`) names a different stream on every thread: the
+    /// returned `Stream` is the calling thread's per-thread stream of `ctx`, bound to
+    /// this thread. Every operation that names it (queued copies and memsets,
+    /// [`Event::record`] on it, `synchronize`, `query`, `wait`, views of cudarc
+    /// memory for it) checks the calling thread and elsewhere returns
+    /// [`Error::WrongThread`] before any driver call, changing nothing. Buffers with
+    /// copies queued on it may still be read, written and dropped on any thread: an
+    /// event recorded after each operation queued on it (one `cuEventRecord` more
+    /// per operation) is what a wait there waits on, as waits through an
+    /// [`Event`] do.
+    ///
     /// # Safety
     /// 1. `raw` is a live stream of `ctx` (or null or `CU_STREAM_LEGACY`, the legacy
-    ///    default stream of `ctx`) and stays alive as long as the returned `Stream`,
-    ///    and as long as buffers with copies queued through it have not waited for
-    ///    them.
-    /// 2. `raw` is not `CU_STREAM_PER_THREAD` (`0x2`): that handle names a different
-    ///    stream on every thread, and a `Stream` (which is `Send` and `Sync`) keeps
-    ///    one record of queued work for one stream.
-    /// 3. No capture of the stream begins on another thread while an operation of
+    ///    default stream of `ctx`, or `CU_STREAM_PER_THREAD`, the calling thread's
+    ///    per-thread stream of `ctx`) and stays alive as long as the returned
+    ///    `Stream`, and as long as buffers with copies queued through it have not
+    ///    waited for them. (The driver's per-thread and legacy streams live as long
+    ///    as their context.)
+    /// 2. No capture of the stream begins on another thread while an operation of
     ///    this crate is being queued on it (the check and the queueing are two driver
     ///    calls; see `cudarc_bridge`'s "Soundness").
     pub unsafe fn from_raw_borrowed(ctx: &Context, raw: CUstream) -> Stream {
@@ -120,19 +133,24 @@ impl Stream {
     /// from `Drop`). After a GPU
     /// fault it returns the fault at once, and so does every later call: see "When
     /// the GPU faults" in the crate docs.
+    ///
+    /// On a per-thread stream, from another thread than the one that borrowed it:
+    /// [`Error::WrongThread`] (wait through an [`Event`] there instead).
     pub fn synchronize(&self) -> Result<()> {
-        self.state.synchronize()
+        self.synchronize_with(WaitPolicy::default())
     }
 
     /// [`Stream::synchronize`], waiting as `policy` says: [`WaitPolicy::Spin`] is the
     /// driver's spinning `cuStreamSynchronize`.
     pub fn synchronize_with(&self, policy: WaitPolicy) -> Result<()> {
+        self.state.check_thread("Stream::synchronize")?;
         self.state.synchronize_with(policy)
     }
 
     /// Whether all work queued on this stream is done, without waiting
     /// (`cuStreamQuery`).
     pub fn query(&self) -> Result<bool> {
+        self.state.check_thread("Stream::query")?;
         let upto = self.state.latest();
         // The legacy default stream's handle means the current context's.
         let _g = self.state.ctx.enter()?;
@@ -148,6 +166,7 @@ impl Stream {
     /// `event` has completed (`cuStreamWaitEvent`). An event never recorded does
     /// not hold anything up.
     pub fn wait(&self, event: &Event) -> Result<()> {
+        self.state.check_thread("Stream::wait")?;
         if !event.context().same_as(&self.state.ctx) {
             return Err(Error::ContextMismatch {
                 op: "Stream::wait",
@@ -388,10 +407,11 @@ impl Stream {
     /// [`tracking::queue`]), it returns only when the stream's work is known to be
     /// over, so the copy no longer uses the memory
     /// ([`StreamState::synchronize_until_over`]). A refusal before the driver was
-    /// asked (a capturing stream) queued nothing and returns at once.
+    /// asked (a capturing stream, a per-thread stream of another thread) queued
+    /// nothing and returns at once.
     pub(crate) fn finish_sync_copy(&self, queued: Result<()>, policy: WaitPolicy) -> Result<()> {
         match queued {
-            Err(e @ Error::StreamCapturing { .. }) => Err(e),
+            Err(e @ (Error::StreamCapturing { .. } | Error::WrongThread { .. })) => Err(e),
             queued => {
                 let waited = self.state.synchronize_until_over(policy);
                 queued.and(waited)
@@ -409,10 +429,12 @@ impl Stream {
     }
 
     /// Checks, with no driver call, that an operation queued on this stream may use
-    /// the device memory `memory` describes: [`Error::ContextMismatch`] when it lives
-    /// in another context, [`Error::StreamMismatch`] when it may be used on one other
-    /// stream only (cudarc memory viewed for another stream, with the `cudarc`
-    /// feature). `op` and `what` name the operation and the argument in the error.
+    /// the device memory `memory` describes: [`Error::WrongThread`] when the stream
+    /// is a per-thread stream of another thread, [`Error::ContextMismatch`] when the
+    /// memory lives in another context, [`Error::StreamMismatch`] when it may be used
+    /// on one other stream only (cudarc memory viewed for another stream, with the
+    /// `cudarc` feature). `op` and `what` name the operation and the argument in the
+    /// error.
     ///
     /// Every operation of this workspace makes this check before anything else that
     /// touches the driver; code queuing its own operations through raw handles can
@@ -443,23 +465,26 @@ impl Stream {
         tracker: &Tracker,
         what: &'static str,
     ) -> Result<()> {
+        self.state.check_thread(op)?;
         if !ctx.same_as(&self.state.ctx) {
             return Err(Error::ContextMismatch { op, what });
         }
-        if !tracker.allows_stream(self.state.raw) {
+        if !tracker.allows_stream(&self.state) {
             return Err(Error::StreamMismatch { op, what });
         }
         Ok(())
     }
 
     /// Queues one operation `op` with this stream's context current; see
-    /// [`tracking::queue`].
+    /// [`tracking::queue`]. A per-thread stream of another thread is refused first
+    /// ([`Error::WrongThread`]), before the context is entered.
     pub(crate) fn queue(
         &self,
         op: &'static str,
         uses: &mut [Option<Use<'_>>],
         enqueue: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
+        self.state.check_thread(op)?;
         let _g = self.state.ctx.enter()?;
         tracking::queue(&self.state, op, uses, enqueue)
     }

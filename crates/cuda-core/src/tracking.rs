@@ -24,9 +24,18 @@
 //! not create are asked first (`cuStreamIsCapturing`), and ours cannot be captured
 //! (their handles are handed to no capture API of this workspace, and they join no
 //! capture through events: [`crate::Event::record`] refuses a capturing stream).
+//!
+//! A per-thread stream (`CU_STREAM_PER_THREAD`) is a different stream on every
+//! thread, so its [`StreamState`] is bound to the thread that wrapped it:
+//! [`StreamState::check_thread`] decides, and every driver call that names the stream
+//! is made on that thread only. So that a buffer moved to another thread can still
+//! wait for its queued copies there (its host access, its `Drop`), an event is
+//! recorded after every operation queued on such a stream, and a wait from another
+//! thread waits on that event instead of naming the stream.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::{self, ThreadId};
 
 use cuda_sys::{CUevent, CUstream};
 
@@ -46,8 +55,16 @@ pub(crate) struct StreamState {
     /// Every ticket up to this one is complete.
     completed: AtomicU64,
     /// A `CU_EVENT_BLOCKING_SYNC` event, made at the first blocking wait, recorded
-    /// and waited on to block until the stream's work is done.
+    /// and waited on to block until the stream's work is done. On a per-thread
+    /// stream, also recorded after every queued operation (see `thread`).
     blocking: OnceLock<RawEvent>,
+    /// For `CU_STREAM_PER_THREAD`: the thread that wrapped it, whose stream the
+    /// handle names there and the only one that may name it in a driver call
+    /// ([`StreamState::check_thread`]). `None` for every other stream.
+    thread: Option<ThreadId>,
+    /// For a per-thread stream: the last ticket after which `blocking` was recorded
+    /// (0: none), what a wait on another thread can wait for.
+    end_recorded: AtomicU64,
     /// The cudarc stream this one wraps (`Stream::borrow_cudarc`), kept alive with it.
     #[cfg(feature = "cudarc")]
     pub(crate) cudarc: Option<Arc<cudarc::driver::CudaStream>>,
@@ -68,6 +85,8 @@ unsafe impl Send for StreamState {}
 unsafe impl Sync for StreamState {}
 
 impl StreamState {
+    /// The state of stream `raw` of `ctx`, `owned` when this crate created it. A
+    /// per-thread stream is bound to the calling thread.
     pub(crate) fn new(raw: CUstream, ctx: Context, owned: bool) -> StreamState {
         StreamState {
             raw,
@@ -76,6 +95,8 @@ impl StreamState {
             queued: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             blocking: OnceLock::new(),
+            thread: bound_thread(raw),
+            end_recorded: AtomicU64::new(0),
             #[cfg(feature = "cudarc")]
             cudarc: None,
         }
@@ -113,9 +134,17 @@ impl StreamState {
     }
 
     /// [`StreamState::synchronize`], waiting as `policy` says.
+    ///
+    /// On a per-thread stream, from another thread than its own (a buffer's host
+    /// access or `Drop` there), it waits on the event recorded after the last
+    /// operation queued ([`StreamState::record_end`]) instead, and what that covers
+    /// counts as over.
     pub(crate) fn synchronize_with(&self, policy: WaitPolicy) -> Result<()> {
-        let upto = self.latest();
-        let r = self.wait(policy);
+        let (upto, r) = if self.named_here() {
+            (self.latest(), self.wait(policy))
+        } else {
+            self.wait_elsewhere(policy)
+        };
         if r.as_ref()
             .map_or_else(|e| self.ctx.settle_after_failed_wait(e), |()| true)
         {
@@ -124,11 +153,44 @@ impl StreamState {
         r
     }
 
+    /// Whether `op` may name this stream in a driver call on the calling thread:
+    /// always, except for a per-thread stream on another thread than its own
+    /// ([`Error::WrongThread`]). The one place this is decided. No driver call.
+    ///
+    /// Every operation that names the stream asks first, before any driver call:
+    /// the memory checks every operation of this workspace starts with
+    /// (`Stream::check_memory`), [`crate::Stream::queue`], the stream's own
+    /// `synchronize`, `query` and `wait`, [`crate::Event::record`], the cudarc
+    /// bridge's views, and [`StreamState::refuse_capture`], which every queued
+    /// operation on a borrowed stream passes. Waits for queued work made on another
+    /// thread (a buffer's host access or `Drop`) do not name the stream: they wait
+    /// on the event recorded after it ([`StreamState::synchronize_with`]).
+    pub(crate) fn check_thread(&self, op: &'static str) -> Result<()> {
+        match self.thread {
+            None => Ok(()),
+            Some(own) => check_thread(op, own, thread::current().id()),
+        }
+    }
+
+    /// The thread a per-thread stream is bound to; `None` for every other stream.
+    #[cfg(feature = "cudarc")]
+    pub(crate) fn thread(&self) -> Option<ThreadId> {
+        self.thread
+    }
+
+    /// Whether a driver call on the calling thread may name this stream.
+    fn named_here(&self) -> bool {
+        self.thread.is_none_or(|own| own == thread::current().id())
+    }
+
     /// Refuses, with [`Error::StreamCapturing`], to queue `op` on a stream being
-    /// captured into a graph (see the module notes). Streams this crate created are
-    /// never captured and cost nothing here; others cost one `cuStreamIsCapturing`.
-    /// The context must be current (for the legacy default stream's handle).
+    /// captured into a graph (see the module notes), and, with
+    /// [`Error::WrongThread`], on a per-thread stream of another thread. Streams
+    /// this crate created are never captured and cost nothing here; others cost one
+    /// `cuStreamIsCapturing`. The context must be current (for the legacy default
+    /// stream's handle).
     pub(crate) fn refuse_capture(&self, op: &'static str) -> Result<()> {
+        self.check_thread(op)?;
         if self.owned {
             return Ok(());
         }
@@ -168,6 +230,55 @@ impl StreamState {
                 let event = self.end_event()?;
                 // SAFETY: as above; a blocking-sync event sleeps in the driver.
                 unsafe { result::event_synchronize(event) }
+            }
+        }
+    }
+
+    /// [`StreamState::wait`] on another thread than a per-thread stream's own: waits
+    /// on the event recorded after the stream's operations, without naming the
+    /// stream. Returns the last ticket the event covers with the wait's result.
+    fn wait_elsewhere(&self, policy: WaitPolicy) -> (u64, Result<()>) {
+        let covered = self.end_recorded.load(Ordering::Acquire);
+        let Some(RawEvent(event)) = self.blocking.get() else {
+            // Never recorded: nothing was queued through this crate.
+            return (covered, Ok(()));
+        };
+        let event = *event;
+        let _g = match self.ctx.enter() {
+            Ok(g) => g,
+            Err(e) => return (covered, Err(e)),
+        };
+        // SAFETY: the event lives as long as `self` (destroyed in Drop); querying
+        // and waiting on an event is allowed from any thread, also while its own
+        // thread records it again (a later record covers this one's work too).
+        let query = || unsafe { result::event_query(event) };
+        let r = match wait::poll(policy, query) {
+            Err(e) => Err(e),
+            Ok(Then::Done) => Ok(()),
+            Ok(Then::Sleep) => wait::sleep_until(query),
+            // A blocking-sync event: the driver sleeps in `cuEventSynchronize`.
+            // SAFETY: as above.
+            Ok(Then::Spin | Then::Block) => unsafe { result::event_synchronize(event) },
+        };
+        (covered, r)
+    }
+
+    /// On a per-thread stream, right after operation `ticket` was queued: records the
+    /// stream's end event, so that a wait on another thread can wait for it there
+    /// ([`StreamState::wait_elsewhere`]). Should that fail, waits for the stream
+    /// here instead, so that no queued work is left that another thread cannot wait
+    /// for (its error is not returned: the operation itself was queued). Other
+    /// streams: nothing. The stream's own thread, its context current.
+    fn record_end(&self, ticket: u64) {
+        if self.thread.is_none() {
+            return;
+        }
+        match self.end_event() {
+            Ok(_) => {
+                self.end_recorded.fetch_max(ticket, Ordering::AcqRel);
+            }
+            Err(_) => {
+                let _ = self.synchronize();
             }
         }
     }
@@ -215,12 +326,22 @@ impl StreamState {
         first
     }
 
-    /// Waits until ticket `t` is complete.
+    /// Waits until ticket `t` is complete. On a per-thread stream from another
+    /// thread, a ticket the end event does not cover (its record failed, and so did
+    /// the wait after it) cannot be waited for there: [`Error::WrongThread`].
     pub(crate) fn wait_for(&self, t: u64) -> Result<()> {
         if self.is_complete(t) {
             return Ok(());
         }
-        self.synchronize()
+        self.synchronize()?;
+        match self.thread {
+            Some(own) if !self.is_complete(t) => check_thread(
+                "waiting for work queued on a per-thread stream",
+                own,
+                thread::current().id(),
+            ),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -242,6 +363,26 @@ impl Drop for StreamState {
             }
             drop(g);
         }
+    }
+}
+
+/// The thread a stream handle is bound to: the calling one for
+/// `CU_STREAM_PER_THREAD`, which names that thread's own stream; none for the others.
+pub(crate) fn bound_thread(raw: CUstream) -> Option<ThreadId> {
+    (raw == cuda_sys::CU_STREAM_PER_THREAD).then(|| thread::current().id())
+}
+
+/// [`StreamState::check_thread`]'s rule: `op` on a stream bound to thread `own`, from
+/// thread `caller`.
+fn check_thread(op: &'static str, own: ThreadId, caller: ThreadId) -> Result<()> {
+    if own == caller {
+        Ok(())
+    } else {
+        Err(Error::WrongThread {
+            op,
+            stream_thread: own,
+            caller,
+        })
     }
 }
 
@@ -313,11 +454,12 @@ impl Tracker {
     }
 
     /// Whether an operation queued on `stream` may use this memory: always, except
-    /// for cudarc memory taken for another stream.
-    pub(crate) fn allows_stream(&self, stream: CUstream) -> bool {
+    /// for cudarc memory taken for another stream (another per-thread stream's
+    /// thread included).
+    pub(crate) fn allows_stream(&self, stream: &StreamState) -> bool {
         #[cfg(feature = "cudarc")]
         if let Some(b) = &self.binding {
-            return b.allows(stream);
+            return b.allows(stream.raw, stream.thread);
         }
         let _ = stream;
         true
@@ -497,6 +639,9 @@ pub(crate) fn queue(
     stream.refuse_capture(op)?;
     let queued = enqueue();
     let ticket = stream.issue();
+    // Before any tracker holds the ticket, so that a wait on another thread finds
+    // it covered.
+    stream.record_end(ticket);
     for u in uses.iter_mut().flatten() {
         u.record(stream, ticket);
     }
@@ -537,6 +682,40 @@ fn after_queue(stream: &StreamState, uses: &[Option<Use<'_>>]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_per_thread_handle_is_bound_to_the_thread_that_wraps_it() {
+        let here = thread::current().id();
+        assert_eq!(bound_thread(cuda_sys::CU_STREAM_PER_THREAD), Some(here));
+        assert_eq!(bound_thread(std::ptr::null_mut()), None);
+        assert_eq!(bound_thread(cuda_sys::CU_STREAM_LEGACY), None);
+        // On another thread, the same handle is bound to that thread.
+        let there = thread::spawn(|| bound_thread(cuda_sys::CU_STREAM_PER_THREAD))
+            .join()
+            .unwrap();
+        assert!(there.is_some_and(|t| t != here));
+    }
+
+    #[test]
+    fn a_bound_stream_is_refused_on_another_thread_naming_the_op_and_both_threads() {
+        let own = thread::current().id();
+        check_thread("memcpy_htod", own, own).unwrap();
+        let other = thread::spawn(|| thread::current().id()).join().unwrap();
+        let e = check_thread("memcpy_htod", own, other).unwrap_err();
+        assert_eq!(
+            e,
+            Error::WrongThread {
+                op: "memcpy_htod",
+                stream_thread: own,
+                caller: other,
+            }
+        );
+        let shown = e.to_string();
+        assert!(shown.starts_with("memcpy_htod: "), "{shown}");
+        assert!(shown.contains(&format!("{own:?}")), "{shown}");
+        assert!(shown.contains(&format!("{other:?}")), "{shown}");
+        assert!(shown.contains("CU_STREAM_PER_THREAD"), "{shown}");
+    }
 
     #[test]
     fn an_idle_tracker_waits_for_nothing() {

@@ -22,8 +22,12 @@
 //! - `refusals.rs`: a view passed with another stream, memory of another context, a
 //!   stream not from cudarc, an error cudarc had stored, zero elements;
 //! - `soundness.rs`: cudarc's default stream waited for in its own context while
-//!   another is current, its per-thread stream refused, nothing queued on a capturing
-//!   stream, and a copy queued before a capture not counted over during it.
+//!   another is current, all three kinds of cudarc stream borrowed, nothing queued on
+//!   a capturing stream, and a copy queued before a capture not counted over during
+//!   it;
+//! - `per_thread.rs`: cudarc's per-thread stream (candle's default) bound to the
+//!   thread that borrowed it: bit-exact there, every operation refused elsewhere with
+//!   nothing queued, and a copy queued there waited for on another thread.
 //!
 //! Conventions as in `tests/gpu`: patterns that differ per element and per call,
 //! every element compared, the device read back through cudarc's own synchronous
@@ -35,6 +39,7 @@ mod common;
 mod cross_stream;
 mod integrity;
 mod ordering;
+mod per_thread;
 mod refusals;
 mod soundness;
 

@@ -3,8 +3,8 @@
 //! cells with the two builds alternating in ABBA rounds; and `--ab-report`, which
 //! turns the rounds into the comparison ([`super::verdict`]).
 //!
-//! `REV` is exported with `git archive` into the target folder and built there, so
-//! the user's checkout is never touched. Its benches must know `BENCH_CELLS`
+//! `REV` is exported with `git archive` into the target folder and built there, in a
+//! target folder of its own, so the user's checkout is never touched. Its benches must know `BENCH_CELLS`
 //! (`benches/src/cells.rs`); an older `REV` is refused before anything is built.
 //!
 //! The bundle: `bin/` (B's executables and the release xtask), `base/bin/` (A's),
@@ -104,10 +104,13 @@ fn bench_executables(built: &[Artifact]) -> Vec<(String, PathBuf)> {
 }
 
 /// Builds A's bench executables: `commit` exported under the target folder and built
-/// there, sharing the target folder so that dependencies compile once.
+/// there, into a target folder of its own (`<target>/ab-base`).
 ///
-/// Copy them out before B is built: cargo names a workspace member's outputs by its
-/// path inside the workspace, so B's build writes the same files.
+/// Not the working tree's target folder: cargo names a workspace member's outputs by
+/// its path inside the workspace and judges them fresh by the sources its last build
+/// read, so in a shared folder A's build handed back B's executables (seen on the
+/// H200: a deliberately slowed build compared with itself). Copy them out before B
+/// is built all the same.
 pub fn build_base(commit: &str, meta: &Metadata) -> Result<Vec<(String, PathBuf)>> {
     let sh = cargo_util::shell()?;
     let src = meta
@@ -117,7 +120,7 @@ pub fn build_base(commit: &str, meta: &Metadata) -> Result<Vec<(String, PathBuf)
     export(&sh, commit, &src)?;
     let base = Shell::new()?;
     base.change_dir(&src);
-    base.set_var("CARGO_TARGET_DIR", &meta.target_dir);
+    base.set_var("CARGO_TARGET_DIR", meta.target_dir.join("ab-base"));
     let built = cargo_util::build(&base, &["bench", "-p", "benches", "--no-run"], meta)?;
     let found = bench_executables(&built);
     if found.is_empty() {

@@ -1,6 +1,9 @@
 //! The build script's search for a real libcuda.so (`build/libcuda_search.rs`), on
 //! the CPU: which folders it looks in, in which order, which need `-L`, and which
 //! files count as a libcuda for the target.
+//!
+//! Unix only: the build script searches on Linux only, and the test makes symlinks.
+#![cfg(unix)]
 
 #[path = "../build/libcuda_search.rs"]
 #[allow(dead_code)]

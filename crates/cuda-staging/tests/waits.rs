@@ -77,8 +77,8 @@ fn behind_long_work(
     (wall, cpu)
 }
 
-/// Asserts what `policy` costs over a long wait: `Spin` most of the wall time in
-/// CPU, the others (which sleep after at most a bounded spin) under a third of it.
+/// Asserts what `policy` costs over a long wait: `Spin` more than half of the wall
+/// time in CPU, the others (which sleep after at most a bounded spin) less than half.
 fn assert_cpu(what: &str, policy: WaitPolicy, (wall, cpu): (Duration, Duration)) {
     match policy {
         WaitPolicy::Spin => assert!(
@@ -86,9 +86,12 @@ fn assert_cpu(what: &str, policy: WaitPolicy, (wall, cpu): (Duration, Duration))
             "{what}, {policy:?}: a spinning wait used {cpu:?} of CPU over {wall:?}"
         ),
         // Sleeping between polls cost 21-26% of a 10 ms wait behind these 80 queued
-        // copies on the H200 host (about 15 µs per poll); spinning costs it all.
+        // copies on the H200 host (about 15 µs per poll), and 33-41% of a 230 ms one
+        // on the simulator on a 2-core machine (about 25 µs per poll: each sleep's
+        // wake-up costs more there); spinning costs it all. Half tells them apart on
+        // both.
         _ => assert!(
-            cpu * 3 < wall,
+            cpu * 2 < wall,
             "{what}, {policy:?}: {cpu:?} of CPU over a {wall:?} wait; it should sleep"
         ),
     }

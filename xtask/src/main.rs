@@ -11,10 +11,13 @@
 //!   tree's, alternating in ABBA rounds, with a verdict per cell (`--ab-report DIR`
 //!   compares the rounds a bundle's `run.sh --ab` left).
 //! - `cargo xtask msrv [--toolchain]`: whether the library crates' `rust-version` holds.
+//! - `cargo xtask candle [--bundle DIR]`: the candle example (`examples/candle`, its own
+//!   crate), built with CUDA 13.0's compiler from PyPI and run here, or bundled.
 //!
 //! Every command prints its error without a backtrace and exits non-zero on failure.
 
 mod bench;
+mod candle;
 mod cargo_util;
 mod msrv;
 mod probe;
@@ -69,6 +72,9 @@ enum Command {
     /// Check that the library crates' rust-version holds (their dependencies' declared
     /// rust-versions; with --toolchain, a build with that Rust).
     Msrv(msrv::Args),
+    /// Build the candle example (examples/candle) and run it here, or bundle it for a
+    /// GPU machine.
+    Candle(candle::Args),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +85,7 @@ fn main() -> ExitCode {
         Command::TestGpu(args) => test_gpu::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Msrv(args) => msrv::run(&args),
+        Command::Candle(args) => candle::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,490 @@
+//! A candle frame pipeline fed by cuda-staging, against candle's own uploads.
+//!
+//! ```text
+//! examples/candle/install-cuda.sh && source target/cuda-13.0/env.sh
+//! cd examples/candle && cargo run --release
+//! ```
+//!
+//! Per frame, a small candle model (conv2d 3→16, 3x3, stride 2; relu; mean over the
+//! image; matmul to 10 outputs) runs on a 3xHxW f32 frame, at 224x224 and 640x640,
+//! on candle's default device, `Device::new_cuda(0)` (cudarc's per-thread stream).
+//! Each way times the whole frame, producing its pixels included, as a decoder would
+//! write them:
+//!
+//! - **candle**: the pixels are written into a `Vec`, then `Tensor::from_slice`,
+//!   the model, `to_vec1` (candle's own pageable copies);
+//! - **StagingBuffer, fill**: `upload_with` writes the pixels straight into pinned
+//!   memory and uploads them; the output comes back by `download_into`;
+//! - **StagingBuffer, from a Vec**: the pixels written into a `Vec`, then `upload`;
+//! - **StagingRing, fill**: `upload_with` writes frame k into a ring slot and
+//!   queues it, the model and the output's download, then waits for frame k-1's
+//!   output: frame k's pixels are produced while the GPU runs frame k-1;
+//! - **StagingRing, from a Vec**: the same with `upload` from a `Vec`.
+//!
+//! Every output is checked bit for bit against candle's own for the same frame. The
+//! ways run in turn, `ROUNDS` times; frames/s and CPU per frame (the process's, all
+//! threads) are the medians over rounds, p50 and p99 over all timed frames.
+//!
+//! The adapter between the two is [`Gpu::tensor_from`]: a `CudaSlice` allocated on
+//! candle's stream, written by a staging upload, handed to candle as a `Tensor`, and
+//! [`Gpu::with_output`], which lends a tensor's `CudaSlice` to a download.
+//!
+//! Without a GPU it says so on stderr and exits with status 1; a differing output or
+//! any error also exits with status 1.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use candle_core::op::BackpropOp;
+use candle_core::{CudaDevice, CudaStorage, Device, Storage, Tensor};
+use cuda_staging::cudarc::driver::{CudaSlice, CudaStream};
+use cuda_staging::{CudarcView, CudarcViewMut, StagingBuffer, StagingRing, Stream, Ticket};
+
+/// Frames per way and round before the timed ones.
+const WARMUP_FRAMES: usize = 20;
+/// Timed frames per way and round.
+const FRAMES: usize = 300;
+/// Rounds of all ways, in turn.
+const ROUNDS: usize = 3;
+/// The model's outputs per frame.
+const OUTPUTS: usize = 10;
+/// The model's conv2d output channels.
+const CHANNELS: usize = 16;
+
+type Res<T> = Result<T, String>;
+
+fn cuda(what: &'static str) -> impl Fn(cuda_staging::Error) -> String {
+    move |e| format!("{what}: {e}")
+}
+
+fn candle(what: &'static str) -> impl Fn(candle_core::Error) -> String {
+    move |e| format!("{what}: {e}")
+}
+
+/// Writes frame `k` of `side`x`side` pixels into `px` (3 planes), as a decoder would:
+/// every value depends on the frame, the plane and the position.
+fn produce(k: usize, side: usize, px: &mut [f32]) {
+    for (c, plane) in px.chunks_exact_mut(side * side).enumerate() {
+        for (y, row) in plane.chunks_exact_mut(side).enumerate() {
+            let base = k * 31 + c * 7 + y * 5;
+            for (x, v) in row.iter_mut().enumerate() {
+                *v = ((base + x * 3) % 256) as f32 * (1.0 / 255.0);
+            }
+        }
+    }
+}
+
+/// The model: fixed weights, made once on the device.
+struct Model {
+    conv: Tensor,
+    fc: Tensor,
+}
+
+impl Model {
+    fn new(dev: &Device) -> Res<Model> {
+        let w = |n: usize, scale: f32| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) * scale)
+                .collect()
+        };
+        Ok(Model {
+            conv: Tensor::from_vec(w(CHANNELS * 27, 0.01), (CHANNELS, 3, 3, 3), dev)
+                .map_err(candle("conv weights"))?,
+            fc: Tensor::from_vec(w(CHANNELS * OUTPUTS, 0.02), (CHANNELS, OUTPUTS), dev)
+                .map_err(candle("fc weights"))?,
+        })
+    }
+
+    /// [1, 3, H, W] → [10], queued on the device's stream.
+    fn forward(&self, x: &Tensor) -> Res<Tensor> {
+        let y = x
+            .conv2d(&self.conv, 1, 2, 1, 1)
+            .and_then(|y| y.relu())
+            .and_then(|y| y.mean((2, 3)))
+            .and_then(|y| y.matmul(&self.fc))
+            .and_then(|y| y.flatten_all());
+        y.map_err(candle("the model"))
+    }
+}
+
+/// candle's device and stream, and ours on the same stream.
+struct Gpu {
+    dev: Device,
+    cuda: CudaDevice,
+    cu: Arc<CudaStream>,
+    /// Ours, borrowed from candle's stream once: cudarc's per-thread stream, so it is
+    /// bound to this thread.
+    stream: Stream,
+}
+
+impl Gpu {
+    fn new() -> Res<Gpu> {
+        let dev = Device::new_cuda(0).map_err(candle("Device::new_cuda"))?;
+        let cuda_device = dev
+            .as_cuda_device()
+            .map_err(candle("as_cuda_device"))?
+            .clone();
+        let cu = cuda_device.cuda_stream();
+        let stream = Stream::borrow_cudarc(&cu).map_err(cuda("Stream::borrow_cudarc"))?;
+        Ok(Gpu {
+            dev,
+            cuda: cuda_device,
+            cu,
+            stream,
+        })
+    }
+
+    /// A tensor of `shape` on candle's device whose `n` elements `write` uploads
+    /// (through a view of fresh device memory on candle's stream); the model queued
+    /// after it on the same stream reads them once they have landed.
+    fn tensor_from(
+        &self,
+        shape: (usize, usize, usize, usize),
+        n: usize,
+        write: impl FnOnce(&mut CudarcViewMut<'_, f32>, &Stream) -> Res<()>,
+    ) -> Res<Tensor> {
+        let mut slice = self
+            .cu
+            .alloc_zeros::<f32>(n)
+            .map_err(|e| format!("alloc_zeros: {e}"))?;
+        let mut view = CudarcViewMut::new(&mut slice, &self.stream).map_err(cuda("view"))?;
+        write(&mut view, &self.stream)?;
+        let storage = Storage::Cuda(CudaStorage::wrap_cuda_slice(slice, self.cuda.clone()));
+        Ok(Tensor::from_storage(
+            storage,
+            shape,
+            BackpropOp::none(),
+            false,
+        ))
+    }
+
+    /// Lends `t`'s device memory (contiguous, from its first element) to `read` as a
+    /// view on our stream.
+    fn with_output<R>(
+        &self,
+        t: &Tensor,
+        read: impl FnOnce(&CudarcView<'_, f32>, &Stream) -> Res<R>,
+    ) -> Res<R> {
+        let (storage, layout) = t.storage_and_layout();
+        let Storage::Cuda(cs) = &*storage else {
+            return Err("the output is not on the GPU".into());
+        };
+        if !layout.is_contiguous() || layout.start_offset() != 0 {
+            return Err("the output is not contiguous from its start".into());
+        }
+        let slice: &CudaSlice<f32> = cs.as_cuda_slice().map_err(candle("as_cuda_slice"))?;
+        let view = CudarcView::new(slice, &self.stream).map_err(cuda("view"))?;
+        read(&view, &self.stream)
+    }
+}
+
+/// One frame's output, as bits.
+type Output = [u32; OUTPUTS];
+
+fn to_output(v: &[f32]) -> Res<Output> {
+    let mut out = [0u32; OUTPUTS];
+    if v.len() != OUTPUTS {
+        return Err(format!("{} outputs, expected {OUTPUTS}", v.len()));
+    }
+    for (o, x) in out.iter_mut().zip(v) {
+        *o = x.to_bits();
+    }
+    Ok(out)
+}
+
+/// The process's CPU time so far, all threads.
+fn process_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// The ways a frame travels.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Way {
+    Candle,
+    BufferFill,
+    BufferVec,
+    RingFill,
+    RingVec,
+}
+
+const WAYS: [Way; 5] = [
+    Way::Candle,
+    Way::BufferFill,
+    Way::BufferVec,
+    Way::RingFill,
+    Way::RingVec,
+];
+
+impl Way {
+    fn name(self) -> &'static str {
+        match self {
+            Way::Candle => "candle: Vec -> Tensor::from_slice, to_vec1",
+            Way::BufferFill => "StagingBuffer: upload_with fill, download_into",
+            Way::BufferVec => "StagingBuffer: upload from the Vec",
+            Way::RingFill => "StagingRing: upload_with fill, 1 frame ahead",
+            Way::RingVec => "StagingRing: upload from the Vec, 1 ahead",
+        }
+    }
+}
+
+/// What one round of one way measured.
+struct Run {
+    /// Per timed frame: the time from producing its pixels to its output (the
+    /// synchronous ways), or the loop's period (the ring's).
+    times: Vec<Duration>,
+    wall: Duration,
+    cpu: Duration,
+}
+
+/// The staging state every way but candle's keeps between frames.
+struct Staging {
+    buffer: StagingBuffer,
+    up: StagingRing,
+    down: StagingRing,
+}
+
+/// Runs `frames` frames of `side`² through `way`, checking each output against
+/// `reference` (filled by candle's way). The first `WARMUP_FRAMES` are not timed.
+fn run_way(
+    way: Way,
+    gpu: &Gpu,
+    model: &Model,
+    st: &mut Staging,
+    side: usize,
+    reference: &mut Vec<Output>,
+) -> Res<Run> {
+    let n = 3 * side * side;
+    let shape = (1, 3, side, side);
+    let total = WARMUP_FRAMES + FRAMES;
+    let mut frame = vec![0f32; n];
+    let mut times = Vec::with_capacity(FRAMES);
+    let (mut t_start, mut cpu_start) = (Instant::now(), process_cpu());
+    let mut check = |k: usize, got: Output| -> Res<()> {
+        if way == Way::Candle {
+            if reference.len() == k {
+                reference.push(got);
+            }
+            return Ok(());
+        }
+        match reference.get(k) {
+            Some(want) if *want == got => Ok(()),
+            Some(want) => Err(format!(
+                "{side}x{side}, frame {k}, {}: output {got:08x?} differs from candle's {want:08x?}",
+                way.name()
+            )),
+            None => Err(format!("frame {k}: no reference output from candle")),
+        }
+    };
+    match way {
+        Way::Candle | Way::BufferFill | Way::BufferVec => {
+            for k in 0..total {
+                if k == WARMUP_FRAMES {
+                    (t_start, cpu_start) = (Instant::now(), process_cpu());
+                }
+                let t0 = Instant::now();
+                let out = match way {
+                    Way::Candle => {
+                        produce(k, side, &mut frame);
+                        let x = Tensor::from_slice(&frame, shape, &gpu.dev)
+                            .map_err(candle("Tensor::from_slice"))?;
+                        let y = model.forward(&x)?;
+                        to_output(&y.to_vec1::<f32>().map_err(candle("to_vec1"))?)?
+                    }
+                    _ => {
+                        let x = gpu.tensor_from(shape, n, |dst, stream| {
+                            if way == Way::BufferFill {
+                                st.buffer
+                                    .upload_with(dst, n, stream, |px| produce(k, side, px))
+                                    .map_err(cuda("upload_with"))
+                            } else {
+                                produce(k, side, &mut frame);
+                                st.buffer
+                                    .upload(dst, &frame, stream)
+                                    .map_err(cuda("upload"))
+                            }
+                        })?;
+                        let y = model.forward(&x)?;
+                        gpu.with_output(&y, |src, stream| {
+                            to_output(
+                                st.buffer
+                                    .download_into(src, OUTPUTS, stream)
+                                    .map_err(cuda("download_into"))?,
+                            )
+                        })?
+                    }
+                };
+                if k >= WARMUP_FRAMES {
+                    times.push(t0.elapsed());
+                }
+                check(k, out)?;
+            }
+        }
+        Way::RingFill | Way::RingVec => {
+            let mut in_flight: Option<(usize, Ticket<f32>)> = None;
+            let mut t0 = Instant::now();
+            // One more round than frames, to wait for the last one.
+            for k in 0..=total {
+                if k == WARMUP_FRAMES {
+                    (t_start, cpu_start) = (Instant::now(), process_cpu());
+                }
+                let mut next = None;
+                if k < total {
+                    let x = gpu.tensor_from(shape, n, |dst, stream| {
+                        if way == Way::RingFill {
+                            st.up
+                                .upload_with(dst, n, stream, |px| produce(k, side, px))
+                                .map_err(cuda("ring upload_with"))
+                        } else {
+                            produce(k, side, &mut frame);
+                            st.up
+                                .upload(dst, &frame, stream)
+                                .map_err(cuda("ring upload"))
+                        }
+                    })?;
+                    let y = model.forward(&x)?;
+                    let ticket = gpu.with_output(&y, |src, stream| {
+                        st.down
+                            .download(src, OUTPUTS, stream)
+                            .map_err(cuda("ring download"))
+                    })?;
+                    next = Some((k, ticket));
+                }
+                if let Some((j, ticket)) = std::mem::replace(&mut in_flight, next) {
+                    let out = to_output(st.down.wait(&ticket).map_err(cuda("ring wait"))?)?;
+                    check(j, out)?;
+                }
+                // The period of frame k: from producing it to the next frame's start,
+                // with frame k-1's output checked.
+                if k > WARMUP_FRAMES {
+                    times.push(t0.elapsed());
+                }
+                t0 = Instant::now();
+            }
+        }
+    }
+    Ok(Run {
+        times,
+        wall: t_start.elapsed(),
+        cpu: process_cpu() - cpu_start,
+    })
+}
+
+/// Nearest-rank percentile `p` of `v` (sorted), in µs.
+fn percentile_us(v: &[Duration], p: usize) -> f64 {
+    let rank = (p * v.len()).div_ceil(100).clamp(1, v.len());
+    v[rank - 1].as_secs_f64() * 1e6
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// One frame size: every way, `ROUNDS` times in turn; prints the table.
+fn measure(gpu: &Gpu, model: &Model, st: &mut Staging, side: usize) -> Res<()> {
+    let mut reference = Vec::new();
+    let mut runs: Vec<Vec<Run>> = WAYS.iter().map(|_| Vec::new()).collect();
+    for _ in 0..ROUNDS {
+        for (w, way) in WAYS.into_iter().enumerate() {
+            runs[w].push(run_way(way, gpu, model, st, side, &mut reference)?);
+        }
+    }
+    let fps = |r: &[Run]| {
+        median(
+            r.iter()
+                .map(|r| FRAMES as f64 / r.wall.as_secs_f64())
+                .collect(),
+        )
+    };
+    let cpu = |r: &[Run]| {
+        median(
+            r.iter()
+                .map(|r| r.cpu.as_secs_f64() * 1e6 / FRAMES as f64)
+                .collect(),
+        )
+    };
+    let (base_fps, base_cpu) = (fps(&runs[0]), cpu(&runs[0]));
+    println!(
+        "\n3x{side}x{side} f32 ({} bytes), {FRAMES} timed frames x {ROUNDS} rounds per way",
+        3 * side * side * 4
+    );
+    println!(
+        "{:<48} {:>9} {:>7} {:>8} {:>8} {:>9} {:>7}",
+        "way", "frames/s", "x", "p50 us", "p99 us", "CPU us/f", "x CPU"
+    );
+    for (w, way) in WAYS.into_iter().enumerate() {
+        let mut times: Vec<Duration> = runs[w].iter().flat_map(|r| r.times.clone()).collect();
+        times.sort_unstable();
+        let (f, c) = (fps(&runs[w]), cpu(&runs[w]));
+        println!(
+            "{:<48} {:>9.0} {:>6.2}x {:>8.1} {:>8.1} {:>9.1} {:>6.2}x",
+            way.name(),
+            f,
+            f / base_fps,
+            percentile_us(&times, 50),
+            percentile_us(&times, 99),
+            c,
+            c / base_cpu
+        );
+    }
+    println!(
+        "outputs: every frame of every way bit-identical to candle's own ({} frames per way)",
+        ROUNDS * (WARMUP_FRAMES + FRAMES)
+    );
+    Ok(())
+}
+
+fn run() -> Res<()> {
+    // Our context first: without a driver it says so, where candle would fail later.
+    let ours = cuda_staging::Context::new(0).map_err(|e| {
+        format!("no usable CUDA device ({e}); this example needs an NVIDIA GPU and its driver")
+    })?;
+    let name = ours.name().unwrap_or_else(|_| "unknown device".into());
+    let gpu = Gpu::new()?;
+    let model = Model::new(&gpu.dev)?;
+    println!(
+        "{name}: candle 0.11.1 on Device::new_cuda(0); model conv2d 3->{CHANNELS} 3x3/2, relu, \
+         mean, matmul ->{OUTPUTS}"
+    );
+    println!(
+        "each frame timed whole, producing its pixels included; the ring's time is the \
+         loop's period with one frame in flight"
+    );
+    let mut st = Staging {
+        buffer: StagingBuffer::new(),
+        up: StagingRing::new(),
+        down: StagingRing::new(),
+    };
+    for side in [224, 640] {
+        measure(&gpu, &model, &mut st, side)?;
+    }
+    let stats = st.buffer.stats();
+    println!(
+        "\nStagingBuffer: {} pinned allocation(s) of {} bytes; rings: {} + {} pinned \
+         allocation(s), {} slot wait(s) uploading",
+        stats.allocations,
+        st.buffer.capacity(),
+        st.up.stats().allocations,
+        st.down.stats().allocations,
+        st.up.stats().slot_waits
+    );
+    cuda_staging::check_deferred_errors().map_err(|e| format!("an error recorded in a drop: {e}"))
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("candle-frames: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -62,14 +62,15 @@ fn candle(what: &'static str) -> impl Fn(candle_core::Error) -> String {
     move |e| format!("{what}: {e}")
 }
 
-/// Writes frame `k` of `side`x`side` pixels into `px` (3 planes), as a decoder would:
-/// every value depends on the frame, the plane and the position.
+/// Writes frame `k` of `side`x`side` pixels into `px` (3 planes), as a decoder's
+/// last step would: 8-bit samples scaled to [0, 1]. Every value depends on the frame,
+/// the plane and the position.
 fn produce(k: usize, side: usize, px: &mut [f32]) {
     for (c, plane) in px.chunks_exact_mut(side * side).enumerate() {
         for (y, row) in plane.chunks_exact_mut(side).enumerate() {
-            let base = k * 31 + c * 7 + y * 5;
-            for (x, v) in row.iter_mut().enumerate() {
-                *v = ((base + x * 3) % 256) as f32 * (1.0 / 255.0);
+            let base = (k * 31 + c * 7 + y * 5) as u32;
+            for (x, v) in (0u32..).zip(row.iter_mut()) {
+                *v = (base.wrapping_add(x * 3) & 255) as f32 * (1.0 / 255.0);
             }
         }
     }

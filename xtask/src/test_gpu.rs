@@ -71,6 +71,11 @@ pub struct Args {
     /// (`CUDA_SIM_JITTER_US`; 0: none).
     #[arg(long, default_value_t = 0, requires = "sim", value_name = "US")]
     pub(crate) jitter_us: u64,
+    /// With --sim: entry points of the simulator to hide from the loader, a comma
+    /// list (e.g. `cuMemcpyBatchAsync_v2,cuMemcpyBatchAsync`), so that the library's
+    /// fallbacks for a driver without them run (`test_sim::hide`).
+    #[arg(long, value_delimiter = ',', requires = "sim", value_name = "NAMES")]
+    pub(crate) hide: Vec<String>,
     /// Arguments for every test executable, e.g. a test name filter.
     #[arg(last = true, value_name = "TEST_ARGS")]
     pub(crate) test_args: Vec<String>,

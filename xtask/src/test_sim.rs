@@ -7,7 +7,8 @@
 //! to it. Then every test executable of the workspace's default and gated builds
 //! runs its GPU tests (`--ignored`: the CPU tests are `cargo test`'s) with that folder
 //! on `LD_LIBRARY_PATH`, one simulated device (two for the multi-GPU tests), and the
-//! seed and jitter given. The tests [`NOT_ON_SIMULATOR`] names are left out with
+//! seed and jitter given (and with `--hide`, a copy of the simulator lacking the entry
+//! points named, see [`hide`]). The tests [`NOT_ON_SIMULATOR`] names are left out with
 //! `--skip`, each with its reason in the summary, and the summary counts the GPU
 //! tests found, left out, run and passed. The examples run afterwards, as in
 //! `cargo xtask test-gpu`.
@@ -17,6 +18,8 @@ use std::path::{Path, PathBuf};
 use crate::cargo_util::{self, Artifact, Metadata, TestCounts};
 use crate::test_gpu::{self, Args};
 use crate::{Context, Result};
+
+mod hide;
 
 /// A GPU test that cannot run on the simulator: the test target it is in, its name,
 /// and why.
@@ -84,19 +87,33 @@ struct Driver {
     folder: PathBuf,
 }
 
-/// Builds the simulator and links the names libcuda is opened by to it.
-fn build_simulator(sh: &xshell::Shell, meta: &Metadata) -> Result<Driver> {
+/// Builds the simulator and links the names libcuda is opened by to it. With entry
+/// points to `hide`, a copy of it that lacks them ([`hide::hide`]), in a folder of
+/// its own, is linked instead.
+fn build_simulator(sh: &xshell::Shell, meta: &Metadata, hidden: &[String]) -> Result<Driver> {
     cargo_util::cargo(sh)
         .args(["build", "--release", "-p", "cuda-sim"])
         .run()
         .context("building the simulator")?;
-    let library = meta.target_dir.join("release").join("libcuda_sim.so");
+    let mut library = meta.target_dir.join("release").join("libcuda_sim.so");
     if !library.is_file() {
         return Err(format!("the simulator was not built at {}", library.display()).into());
     }
-    let folder = meta.target_dir.join("release").join("cuda-sim-driver");
+    let folder = meta.target_dir.join("release").join(if hidden.is_empty() {
+        "cuda-sim-driver"
+    } else {
+        "cuda-sim-driver-hiding"
+    });
     std::fs::create_dir_all(&folder)
         .with_context(|| format!("cannot create {}", folder.display()))?;
+    if !hidden.is_empty() {
+        let mut elf = std::fs::read(&library)
+            .with_context(|| format!("cannot read {}", library.display()))?;
+        hide::hide(&mut elf, hidden).context("hiding entry points of the simulator")?;
+        library = folder.join("libcuda_sim_hiding.so");
+        std::fs::write(&library, elf)
+            .with_context(|| format!("cannot write {}", library.display()))?;
+    }
     for name in ["libcuda.so.1", "libcuda.so"] {
         let link = folder.join(name);
         let _ = std::fs::remove_file(&link);
@@ -158,9 +175,14 @@ struct Totals {
 pub fn run(args: &Args) -> Result<()> {
     let sh = cargo_util::shell()?;
     let meta = Metadata::load()?;
-    let driver = build_simulator(&sh, &meta)?;
+    let driver = build_simulator(&sh, &meta, &args.hide)?;
+    let hiding = if args.hide.is_empty() {
+        String::new()
+    } else {
+        format!(", hiding {}", args.hide.join(", "))
+    };
     let setting = format!(
-        "simulated driver {} (seed {}, jitter up to {} us)",
+        "simulated driver {} (seed {}, jitter up to {} us{hiding})",
         driver.library.display(),
         args.seed,
         args.jitter_us

@@ -23,22 +23,24 @@
 //!
 //! Every output is checked bit for bit against candle's own for the same frame. The
 //! ways run in turn, `ROUNDS` times; frames/s and CPU per frame (the process's, all
-//! threads) are the medians over rounds, p50 and p99 over all timed frames.
+//! threads, and the loop's thread alone) are the medians over rounds, p50 and p99 over
+//! all timed frames. Two floors follow each table: producing the pixels alone, and
+//! the model alone on an input already on the GPU.
 //!
-//! The adapter between the two is [`Gpu::tensor_from`]: a `CudaSlice` allocated on
-//! candle's stream, written by a staging upload, handed to candle as a `Tensor`, and
-//! [`Gpu::with_output`], which lends a tensor's `CudaSlice` to a download.
+//! The adapter between the two is [`Gpu::write_into`], which lends the input tensor's
+//! `CudaSlice` to a staging upload (the tensor is made once and rewritten every frame:
+//! on the H200, a new tensor per frame made the synchronous way at 640² 13-17% slower),
+//! and [`Gpu::with_output`], which lends a tensor's `CudaSlice` to a download.
 //!
 //! Without a GPU it says so on stderr and exits with status 1; a differing output or
 //! any error also exits with status 1.
 
+use std::cell::RefCell;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use candle_core::op::BackpropOp;
-use candle_core::{CudaDevice, CudaStorage, Device, Storage, Tensor};
-use cuda_staging::cudarc::driver::{CudaSlice, CudaStream};
+use candle_core::{CpuStorage, CudaStorage, DType, Device, InplaceOp1, Layout, Storage, Tensor};
+use cuda_staging::cudarc::driver::CudaSlice;
 use cuda_staging::{CudarcView, CudarcViewMut, StagingBuffer, StagingRing, Stream, Ticket};
 
 /// Frames per way and round before the timed ones.
@@ -46,7 +48,7 @@ const WARMUP_FRAMES: usize = 20;
 /// Timed frames per way and round.
 const FRAMES: usize = 300;
 /// Rounds of all ways, in turn.
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 /// The model's outputs per frame.
 const OUTPUTS: usize = 10;
 /// The model's conv2d output channels.
@@ -112,8 +114,6 @@ impl Model {
 /// candle's device and stream, and ours on the same stream.
 struct Gpu {
     dev: Device,
-    cuda: CudaDevice,
-    cu: Arc<CudaStream>,
     /// Ours, borrowed from candle's stream once: cudarc's per-thread stream, so it is
     /// bound to this thread.
     stream: Stream,
@@ -122,42 +122,60 @@ struct Gpu {
 impl Gpu {
     fn new() -> Res<Gpu> {
         let dev = Device::new_cuda(0).map_err(candle("Device::new_cuda"))?;
-        let cuda_device = dev
+        let cu = dev
             .as_cuda_device()
             .map_err(candle("as_cuda_device"))?
-            .clone();
-        let cu = cuda_device.cuda_stream();
+            .cuda_stream();
         let stream = Stream::borrow_cudarc(&cu).map_err(cuda("Stream::borrow_cudarc"))?;
-        Ok(Gpu {
-            dev,
-            cuda: cuda_device,
-            cu,
-            stream,
-        })
+        Ok(Gpu { dev, stream })
     }
 
-    /// A tensor of `shape` on candle's device whose `n` elements `write` uploads
-    /// (through a view of fresh device memory on candle's stream); the model queued
-    /// after it on the same stream reads them once they have landed.
-    fn tensor_from(
+    /// Lends `t`'s device memory (contiguous f32, from its first element) to `write`
+    /// as a writable view on our stream: the frame's input tensor, made once and
+    /// rewritten every frame. The model queued after it on the same stream reads the
+    /// new pixels; the next frame's write is queued after that model.
+    fn write_into(
         &self,
-        shape: (usize, usize, usize, usize),
-        n: usize,
+        t: &Tensor,
         write: impl FnOnce(&mut CudarcViewMut<'_, f32>, &Stream) -> Res<()>,
-    ) -> Res<Tensor> {
-        let mut slice = self
-            .cu
-            .alloc_zeros::<f32>(n)
-            .map_err(|e| format!("alloc_zeros: {e}"))?;
-        let mut view = CudarcViewMut::new(&mut slice, &self.stream).map_err(cuda("view"))?;
-        write(&mut view, &self.stream)?;
-        let storage = Storage::Cuda(CudaStorage::wrap_cuda_slice(slice, self.cuda.clone()));
-        Ok(Tensor::from_storage(
-            storage,
-            shape,
-            BackpropOp::none(),
-            false,
-        ))
+    ) -> Res<()> {
+        // candle lends a tensor's storage mutably only to an in-place op.
+        struct Write<'a, F> {
+            stream: &'a Stream,
+            write: RefCell<Option<F>>,
+        }
+        impl<F> InplaceOp1 for Write<'_, F>
+        where
+            F: FnOnce(&mut CudarcViewMut<'_, f32>, &Stream) -> Res<()>,
+        {
+            fn name(&self) -> &'static str {
+                "cuda-staging write"
+            }
+            fn cpu_fwd(&self, _: &mut CpuStorage, _: &Layout) -> candle_core::Result<()> {
+                Err(candle_core::Error::msg("the tensor is not on the GPU"))
+            }
+            fn cuda_fwd(&self, s: &mut CudaStorage, layout: &Layout) -> candle_core::Result<()> {
+                if !layout.is_contiguous() || layout.start_offset() != 0 {
+                    return Err(candle_core::Error::msg(
+                        "the tensor is not contiguous from its start",
+                    ));
+                }
+                let write = self
+                    .write
+                    .borrow_mut()
+                    .take()
+                    .ok_or_else(|| candle_core::Error::msg("written twice"))?;
+                let slice = s.as_cuda_slice_mut::<f32>()?;
+                let mut view =
+                    CudarcViewMut::new(slice, self.stream).map_err(candle_core::Error::msg)?;
+                write(&mut view, self.stream).map_err(candle_core::Error::msg)
+            }
+        }
+        t.inplace_op1(&Write {
+            stream: &self.stream,
+            write: RefCell::new(Some(write)),
+        })
+        .map_err(candle("write into the tensor"))
     }
 
     /// Lends `t`'s device memory (contiguous, from its first element) to `read` as a
@@ -194,16 +212,24 @@ fn to_output(v: &[f32]) -> Res<Output> {
     Ok(out)
 }
 
-/// The process's CPU time so far, all threads.
-fn process_cpu() -> Duration {
+/// `clock`'s time so far.
+fn cpu_clock(clock: libc::clockid_t) -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid out-pointer for the duration of the call.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime({clock})");
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// The process's CPU time so far (all threads) and this thread's.
+fn cpu_now() -> (Duration, Duration) {
+    (
+        cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID),
+        cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID),
+    )
 }
 
 /// The ways a frame travels.
@@ -243,6 +269,8 @@ struct Run {
     times: Vec<Duration>,
     wall: Duration,
     cpu: Duration,
+    /// The CPU time of the thread running the loop.
+    main_cpu: Duration,
 }
 
 /// The staging state every way but candle's keeps between frames.
@@ -267,7 +295,8 @@ fn run_way(
     let total = WARMUP_FRAMES + FRAMES;
     let mut frame = vec![0f32; n];
     let mut times = Vec::with_capacity(FRAMES);
-    let (mut t_start, mut cpu_start) = (Instant::now(), process_cpu());
+    let input = Tensor::zeros(shape, DType::F32, &gpu.dev).map_err(candle("Tensor::zeros"))?;
+    let (mut t_start, mut cpu_start) = (Instant::now(), cpu_now());
     let mut check = |k: usize, got: Output| -> Res<()> {
         if way == Way::Candle {
             if reference.len() == k {
@@ -288,7 +317,7 @@ fn run_way(
         Way::Candle | Way::BufferFill | Way::BufferVec => {
             for k in 0..total {
                 if k == WARMUP_FRAMES {
-                    (t_start, cpu_start) = (Instant::now(), process_cpu());
+                    (t_start, cpu_start) = (Instant::now(), cpu_now());
                 }
                 let t0 = Instant::now();
                 let out = match way {
@@ -300,8 +329,8 @@ fn run_way(
                         to_output(&y.to_vec1::<f32>().map_err(candle("to_vec1"))?)?
                     }
                     _ => {
-                        let x = gpu.tensor_from(shape, n, |dst, stream| {
-                            if way == Way::BufferFill {
+                        gpu.write_into(&input, |dst, stream| {
+                            if way != Way::BufferVec {
                                 st.buffer
                                     .upload_with(dst, n, stream, |px| produce(k, side, px))
                                     .map_err(cuda("upload_with"))
@@ -312,7 +341,7 @@ fn run_way(
                                     .map_err(cuda("upload"))
                             }
                         })?;
-                        let y = model.forward(&x)?;
+                        let y = model.forward(&input)?;
                         gpu.with_output(&y, |src, stream| {
                             to_output(
                                 st.buffer
@@ -334,12 +363,12 @@ fn run_way(
             // One more round than frames, to wait for the last one.
             for k in 0..=total {
                 if k == WARMUP_FRAMES {
-                    (t_start, cpu_start) = (Instant::now(), process_cpu());
+                    (t_start, cpu_start) = (Instant::now(), cpu_now());
                 }
                 let mut next = None;
                 if k < total {
-                    let x = gpu.tensor_from(shape, n, |dst, stream| {
-                        if way == Way::RingFill {
+                    gpu.write_into(&input, |dst, stream| {
+                        if way != Way::RingVec {
                             st.up
                                 .upload_with(dst, n, stream, |px| produce(k, side, px))
                                 .map_err(cuda("ring upload_with"))
@@ -350,7 +379,7 @@ fn run_way(
                                 .map_err(cuda("ring upload"))
                         }
                     })?;
-                    let y = model.forward(&x)?;
+                    let y = model.forward(&input)?;
                     let ticket = gpu.with_output(&y, |src, stream| {
                         st.down
                             .download(src, OUTPUTS, stream)
@@ -371,10 +400,12 @@ fn run_way(
             }
         }
     }
+    let cpu_end = cpu_now();
     Ok(Run {
         times,
         wall: t_start.elapsed(),
-        cpu: process_cpu() - cpu_start,
+        cpu: cpu_end.0 - cpu_start.0,
+        main_cpu: cpu_end.1 - cpu_start.1,
     })
 }
 
@@ -387,6 +418,33 @@ fn percentile_us(v: &[Duration], p: usize) -> f64 {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// What bounds a frame at `side`², p50 µs per frame: producing its pixels alone;
+/// candle queueing the model on an input already on the GPU; and that model's whole
+/// time, queued and its output read back by `to_vec1`.
+fn floors(gpu: &Gpu, model: &Model, side: usize) -> Res<[f64; 3]> {
+    let mut frame = vec![0f32; 3 * side * side];
+    let input =
+        Tensor::zeros((1, 3, side, side), DType::F32, &gpu.dev).map_err(candle("Tensor::zeros"))?;
+    let mut times: [Vec<Duration>; 3] = Default::default();
+    for k in 0..WARMUP_FRAMES + FRAMES {
+        let t0 = Instant::now();
+        produce(k, side, &mut frame);
+        let t1 = Instant::now();
+        let y = model.forward(&input)?;
+        let t2 = Instant::now();
+        to_output(&y.to_vec1::<f32>().map_err(candle("to_vec1"))?)?;
+        if k >= WARMUP_FRAMES {
+            times[0].push(t1 - t0);
+            times[1].push(t2 - t1);
+            times[2].push(t1.elapsed());
+        }
+    }
+    Ok(times.map(|mut t| {
+        t.sort_unstable();
+        percentile_us(&t, 50)
+    }))
 }
 
 /// One frame size: every way, `ROUNDS` times in turn; prints the table.
@@ -412,30 +470,44 @@ fn measure(gpu: &Gpu, model: &Model, st: &mut Staging, side: usize) -> Res<()> {
                 .collect(),
         )
     };
+    let main_cpu = |r: &[Run]| {
+        median(
+            r.iter()
+                .map(|r| r.main_cpu.as_secs_f64() * 1e6 / FRAMES as f64)
+                .collect(),
+        )
+    };
     let (base_fps, base_cpu) = (fps(&runs[0]), cpu(&runs[0]));
     println!(
         "\n3x{side}x{side} f32 ({} bytes), {FRAMES} timed frames x {ROUNDS} rounds per way",
         3 * side * side * 4
     );
     println!(
-        "{:<48} {:>9} {:>7} {:>8} {:>8} {:>9} {:>7}",
-        "way", "frames/s", "x", "p50 us", "p99 us", "CPU us/f", "x CPU"
+        "{:<48} {:>9} {:>7} {:>8} {:>8} {:>9} {:>7} {:>9}",
+        "way", "frames/s", "x", "p50 us", "p99 us", "CPU us/f", "x CPU", "main us/f"
     );
     for (w, way) in WAYS.into_iter().enumerate() {
         let mut times: Vec<Duration> = runs[w].iter().flat_map(|r| r.times.clone()).collect();
         times.sort_unstable();
         let (f, c) = (fps(&runs[w]), cpu(&runs[w]));
         println!(
-            "{:<48} {:>9.0} {:>6.2}x {:>8.1} {:>8.1} {:>9.1} {:>6.2}x",
+            "{:<48} {:>9.0} {:>6.2}x {:>8.1} {:>8.1} {:>9.1} {:>6.2}x {:>9.1}",
             way.name(),
             f,
             f / base_fps,
             percentile_us(&times, 50),
             percentile_us(&times, 99),
             c,
-            c / base_cpu
+            c / base_cpu,
+            main_cpu(&runs[w])
         );
     }
+    let [produce_us, queue_us, model_us] = floors(gpu, model, side)?;
+    println!(
+        "floors, p50 per frame: producing the pixels {produce_us:.1} us; on an input already \
+         on the GPU, candle queueing the model {queue_us:.1} us, the model with its output \
+         read back {model_us:.1} us"
+    );
     println!(
         "outputs: every frame of every way bit-identical to candle's own ({} frames per way)",
         ROUNDS * (WARMUP_FRAMES + FRAMES)

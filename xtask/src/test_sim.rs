@@ -11,7 +11,10 @@
 //! points named, see [`hide`]). The tests [`NOT_ON_SIMULATOR`] names are left out with
 //! `--skip`, each with its reason in the summary, and the summary counts the GPU
 //! tests found, left out, run and passed. The examples run afterwards, as in
-//! `cargo xtask test-gpu`.
+//! `cargo xtask test-gpu`. Each executable and example runs with the simulator's
+//! leak report on ([`leaks`]): one that ends holding a stream, event, context,
+//! allocation, module or graph fails the run, named with its counts. The tests
+//! [`LEAKS_BY_DESIGN`] names run alone instead, and must leak exactly what it says.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +23,7 @@ use crate::test_gpu::{self, Args};
 use crate::{Context, Result};
 
 mod hide;
+mod leaks;
 
 /// A GPU test that cannot run on the simulator: the test target it is in, its name,
 /// and why.
@@ -81,6 +85,43 @@ pub const NOT_ON_SIMULATOR: &[LeftOut] = &[
     },
 ];
 
+/// A GPU test that leaks on purpose: it runs in a process of its own, whose leak
+/// report must count exactly `leaks` (and the rest of its executable, nothing).
+pub struct LeaksByDesign {
+    /// The test target it is in.
+    pub target: &'static str,
+    /// The test's full name in that target.
+    pub test: &'static str,
+    /// What its process holds at exit, by the leak report's names.
+    pub leaks: &'static [(&'static str, u64)],
+    /// Why.
+    pub why: &'static str,
+}
+
+/// Why the cudarc bridge's tests of a forgotten view leak.
+const FORGOTTEN_VIEW: &str = "it `mem::forget`s a CudarcView(Mut) on purpose \
+     (Leave::Forget), to show that cudarc's event record does not depend on the view's \
+     Drop. The forgotten view's tracker holds the state of the borrowed Stream it was \
+     used on, which keeps cudarc's CudaStream alive (never destroyed), and that keeps \
+     the primary context retained";
+
+/// The one list of GPU tests that leak on purpose.
+pub const LEAKS_BY_DESIGN: &[LeaksByDesign] = &[
+    LeaksByDesign {
+        target: "cudarc_bridge",
+        test:
+            "cross_stream::a_slice_dropped_while_our_download_from_it_is_queued_is_freed_after_it",
+        leaks: &[("streams", 1), ("primary_contexts", 1)],
+        why: FORGOTTEN_VIEW,
+    },
+    LeaksByDesign {
+        target: "cudarc_bridge",
+        test: "cross_stream::a_slice_dropped_while_our_upload_into_it_is_queued_is_freed_after_it",
+        leaks: &[("streams", 1), ("primary_contexts", 1)],
+        why: FORGOTTEN_VIEW,
+    },
+];
+
 /// How the simulator is found: the library, and the folder with its libcuda names.
 struct Driver {
     library: PathBuf,
@@ -137,6 +178,11 @@ fn gpu_tests(exe: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
+/// The entries of [`LEAKS_BY_DESIGN`] for the test target `target`.
+fn leaks_by_design_of(target: &str) -> impl Iterator<Item = &'static LeaksByDesign> + '_ {
+    LEAKS_BY_DESIGN.iter().filter(move |l| l.target == target)
+}
+
 /// The entries of [`NOT_ON_SIMULATOR`] for the test target `target`.
 fn left_out_of(target: &str) -> impl Iterator<Item = &'static LeftOut> + '_ {
     NOT_ON_SIMULATOR.iter().filter(move |l| l.target == target)
@@ -161,6 +207,28 @@ fn environment(driver: &Driver, args: &Args, devices: usize) -> Vec<(String, Str
     ]
 }
 
+/// The command that runs test executable `a`'s GPU tests (`--ignored`) on the
+/// simulator with `devices` devices, its leak report going to `report`; the caller
+/// adds the filters.
+fn test_command<'a>(
+    sh: &'a xshell::Shell,
+    a: &Artifact,
+    driver: &Driver,
+    args: &Args,
+    devices: usize,
+    report: &Path,
+) -> xshell::Cmd<'a> {
+    let mut cmd = sh
+        .cmd(&a.executable)
+        .arg("--ignored")
+        .env("CARGO_MANIFEST_DIR", &a.package_dir)
+        .env("CUDA_SIM_LEAK_REPORT", report);
+    for (k, v) in environment(driver, args, devices) {
+        cmd = cmd.env(k, v);
+    }
+    cmd
+}
+
 /// The counts over every executable.
 #[derive(Default)]
 struct Totals {
@@ -169,6 +237,36 @@ struct Totals {
     counts: TestCounts,
     examples_passed: u64,
     examples_failed: u64,
+    /// How many executables and examples ran with the leak report on.
+    leak_checked: usize,
+    /// What leaked, one entry per run ([`leaks::describe`], [`leaks::unexpected`]).
+    leaks: Vec<String>,
+}
+
+/// The folder of the leak reports, one file per executable, emptied first.
+fn leak_folder(meta: &Metadata) -> Result<PathBuf> {
+    let folder = meta.target_dir.join("release").join("cuda-sim-leaks");
+    match std::fs::remove_dir_all(&folder) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("cannot empty {}: {e}", folder.display()).into())
+        }
+        _ => {}
+    }
+    std::fs::create_dir_all(&folder)
+        .with_context(|| format!("cannot create {}", folder.display()))?;
+    Ok(folder)
+}
+
+/// Reads the leak report of executable `name` after it ran, into `totals`.
+fn check_leaks(name: &str, report: &Path, totals: &mut Totals) -> Result<()> {
+    let found = leaks::leaks_in(report)?;
+    totals.leak_checked += 1;
+    if !found.is_empty() {
+        let text = leaks::describe(name, &found);
+        println!("{text}");
+        totals.leaks.push(text);
+    }
+    Ok(())
 }
 
 /// Runs `cargo xtask test-gpu --sim` with these options.
@@ -188,6 +286,7 @@ pub fn run(args: &Args) -> Result<()> {
         args.jitter_us
     );
     println!("{setting}");
+    let leak_dir = leak_folder(&meta)?;
     let built = test_gpu::executables(&sh, &meta, false)?;
     let tests: Vec<&Artifact> = built
         .tests
@@ -213,17 +312,18 @@ pub fn run(args: &Args) -> Result<()> {
             .count();
         totals.found += found.len();
         totals.left_out += left_out;
+        let by_design: Vec<&LeaksByDesign> = leaks_by_design_of(&a.target)
+            .filter(|l| found.iter().any(|t| t == l.test))
+            .collect();
         let devices = if a.is_multi_gpu() { 2 } else { 1 };
         let _dir = sh.push_dir(&a.package_dir);
-        let mut cmd = sh
-            .cmd(&a.executable)
-            .arg("--ignored")
-            .env("CARGO_MANIFEST_DIR", &a.package_dir);
+        let report = leak_dir.join(format!("{name}.txt"));
+        let mut cmd = test_command(&sh, a, &driver, args, devices, &report);
         for l in &skips {
             cmd = cmd.args(["--skip", l.test]);
         }
-        for (k, v) in environment(&driver, args, devices) {
-            cmd = cmd.env(k, v);
+        for l in &by_design {
+            cmd = cmd.args(["--skip", l.test]);
         }
         let cmd = cmd.args(&args.test_args);
         println!(
@@ -235,6 +335,34 @@ pub fn run(args: &Args) -> Result<()> {
         totals.counts.passed += counts.passed;
         totals.counts.failed += counts.failed;
         lines.push(line);
+        check_leaks(&name, &report, &mut totals)?;
+        for l in by_design {
+            // A test filter of the user's would not select it here: leave it out.
+            if !args.test_args.is_empty() {
+                totals.left_out += 1;
+                lines.push(format!(
+                    "{name}: {} (leaks by design) not run: test arguments given",
+                    l.test
+                ));
+                continue;
+            }
+            let report = leak_dir.join(format!("{name}--{}.txt", l.test.replace("::", "--")));
+            let cmd =
+                test_command(&sh, a, &driver, args, devices, &report).args(["--exact", l.test]);
+            println!("===== {name}, one test alone (it leaks by design): {cmd}");
+            let (status, output) = cargo_util::run_tee(cmd)?;
+            let (line, counts) =
+                test_gpu::summary_line(&format!("{name} {} alone", l.test), status.code(), &output);
+            totals.counts.passed += counts.passed;
+            totals.counts.failed += counts.failed;
+            lines.push(line);
+            totals.leak_checked += 1;
+            if let Some(text) = leaks::unexpected(&format!("{name} {}", l.test), &report, l.leaks)?
+            {
+                println!("{text}");
+                totals.leaks.push(text);
+            }
+        }
     }
     for a in built
         .examples
@@ -247,6 +375,8 @@ pub fn run(args: &Args) -> Result<()> {
         for (k, v) in environment(&driver, args, 1) {
             cmd = cmd.env(k, v);
         }
+        let report = leak_dir.join(format!("{name}.txt"));
+        let cmd = cmd.env("CUDA_SIM_LEAK_REPORT", &report);
         println!("===== {name}: {cmd}");
         let (status, _) = cargo_util::run_tee(cmd)?;
         lines.push(test_gpu::example_line(&name, status.code()));
@@ -255,13 +385,26 @@ pub fn run(args: &Args) -> Result<()> {
         } else {
             totals.examples_failed += 1;
         }
+        check_leaks(&name, &report, &mut totals)?;
     }
     report(&setting, &lines, &totals);
     let failed = totals.counts.failed + totals.examples_failed;
+    let mut errors = Vec::new();
     if failed > 0 {
-        return Err(format!("{failed} test(s) failed on the simulator").into());
+        errors.push(format!("{failed} test(s) failed on the simulator"));
     }
-    Ok(())
+    if !totals.leaks.is_empty() {
+        errors.push(format!(
+            "leaks on the simulator (CUDA_SIM_LEAK_REPORT, reports in {}):\n{}",
+            leak_dir.display(),
+            totals.leaks.join("\n")
+        ));
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; ").into())
+    }
 }
 
 fn report(setting: &str, lines: &[String], t: &Totals) {
@@ -287,6 +430,25 @@ fn report(setting: &str, lines: &[String], t: &Totals) {
         "examples: {} passed, {} failed",
         t.examples_passed, t.examples_failed
     );
+    println!(
+        "leak report: {} runs checked, {} with a leak",
+        t.leak_checked,
+        t.leaks.len()
+    );
+    for l in &t.leaks {
+        println!("  {}", l.replace('\n', "\n  "));
+    }
+    println!("leaking by design, each run alone and checked for exactly its leak (xtask/src/test_sim.rs, LEAKS_BY_DESIGN):");
+    for l in LEAKS_BY_DESIGN {
+        let leaks: Vec<String> = l.leaks.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        println!(
+            "  {}::{} ({}): {}",
+            l.target,
+            l.test,
+            leaks.join(", "),
+            l.why
+        );
+    }
     println!(
         "TOTAL: {} passed, {} failed",
         t.counts.passed + t.examples_passed,
@@ -320,6 +482,44 @@ mod tests {
                 .filter(|o| o.target == l.target && o.test == l.test)
                 .count();
             assert_eq!(twice, 1, "{}::{} listed twice", l.target, l.test);
+        }
+    }
+
+    #[test]
+    fn every_leak_by_design_names_counts_the_report_has_and_a_reason() {
+        let names = [
+            "streams",
+            "events",
+            "contexts",
+            "primary_contexts",
+            "device_allocs",
+            "stream_ordered_allocs",
+            "host_allocs",
+            "host_registrations",
+            "modules",
+            "graphs",
+            "graph_execs",
+        ];
+        for l in LEAKS_BY_DESIGN {
+            let at = format!("{}::{}", l.target, l.test);
+            assert!(!l.why.is_empty() && !l.leaks.is_empty(), "{at}");
+            for (name, n) in l.leaks {
+                assert!(names.contains(name) && *n > 0, "{at}: {name}={n}");
+            }
+            assert_eq!(
+                LEAKS_BY_DESIGN
+                    .iter()
+                    .filter(|o| o.target == l.target && o.test == l.test)
+                    .count(),
+                1,
+                "{at} listed twice"
+            );
+            assert!(
+                !NOT_ON_SIMULATOR
+                    .iter()
+                    .any(|o| o.target == l.target && o.test == l.test),
+                "{at} is left out and runs alone"
+            );
         }
     }
 }

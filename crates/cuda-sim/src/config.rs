@@ -9,9 +9,11 @@
 //! | `CUDA_SIM_POISON` | poison queued downloads' page-locked destinations (`0` off) | on |
 //! | `CUDA_SIM_FAULT` | `CODE@N`: the N-th call makes the device fail with CODE, stickily | none |
 //! | `CUDA_SIM_TRACE` | print every operation as it runs (to stderr) | off |
+//! | `CUDA_SIM_LEAK_REPORT` | at exit, append a line counting what the program left live to this file (`stderr`: there) | off |
 //! | `CUDA_VISIBLE_DEVICES` | as the driver reads it: which devices are seen, in order | all |
 
 use std::env;
+use std::path::PathBuf;
 
 /// What the environment asked for.
 #[derive(Clone, Debug)]
@@ -30,6 +32,17 @@ pub struct Config {
     pub trace: bool,
     /// The physical devices seen, in the order `CUDA_VISIBLE_DEVICES` lists them.
     pub visible: Vec<usize>,
+    /// Where the leak report goes at exit (`crate::leaks`), if anywhere.
+    pub leak_report: Option<ReportTo>,
+}
+
+/// Where the leak report is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReportTo {
+    /// Standard error (`CUDA_SIM_LEAK_REPORT=stderr`).
+    Stderr,
+    /// Appended to this file, one line per process.
+    File(PathBuf),
 }
 
 /// The byte that poisons a queued download's destination.
@@ -60,6 +73,15 @@ impl Config {
             fault,
             trace: env::var("CUDA_SIM_TRACE").is_ok_and(|v| v != "0" && !v.is_empty()),
             visible,
+            leak_report: env::var_os("CUDA_SIM_LEAK_REPORT")
+                .filter(|v| !v.is_empty())
+                .map(|v| {
+                    if v == "stderr" {
+                        ReportTo::Stderr
+                    } else {
+                        ReportTo::File(PathBuf::from(v))
+                    }
+                }),
         }
     }
 }

@@ -20,6 +20,9 @@
 //!   poisoned page-locked destinations, frees of memory queued work still uses.
 //! - **Faults**: `CUDA_SIM_FAULT=CODE@N`, the extra entry point `cuSimInjectFault`,
 //!   and the one built-in kernel, `fault_after` (`src/module.rs`).
+//! - **Leak report** (`src/leaks.rs`): `CUDA_SIM_LEAK_REPORT`, and the extra entry
+//!   point `cuSimLeakReport`: the streams, events, contexts, allocations, modules and
+//!   graphs the program still holds.
 //!
 //! The entry points are in `src/api/`; each returns the driver's code.
 
@@ -33,6 +36,7 @@ mod errors;
 mod event;
 mod inflight;
 mod jitter;
+mod leaks;
 mod memory;
 mod module;
 mod ops;

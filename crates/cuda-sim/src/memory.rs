@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::backing::Backing;
@@ -22,6 +22,10 @@ pub struct DeviceAlloc {
     pub backing: Backing,
     /// The context it was allocated in.
     pub ctx: Arc<Context>,
+    /// Made by `cuMemAllocAsync`.
+    pub stream_ordered: bool,
+    /// Freed, or its stream-ordered free queued: no longer the program's to free.
+    released: AtomicBool,
 }
 
 impl DeviceAlloc {
@@ -63,12 +67,30 @@ impl HostBlock {
     }
 }
 
+/// How many allocations of each kind the program holds: made, and neither freed nor
+/// handed to a queued stream-ordered free. Each count goes up under its table's lock,
+/// and is read without it (the leak report, at exit, while stream threads may still
+/// run).
+#[derive(Default)]
+pub struct Held {
+    /// `cuMemAlloc`, `cuMemAllocPitch`.
+    pub device: AtomicUsize,
+    /// `cuMemAllocAsync`.
+    pub stream_ordered: AtomicUsize,
+    /// `cuMemHostAlloc`, `cuMemAllocHost`.
+    pub host: AtomicUsize,
+    /// `cuMemHostRegister`.
+    pub registered: AtomicUsize,
+}
+
 /// The two tables.
 #[derive(Default)]
 pub struct Memory {
     device: RwLock<BTreeMap<u64, Arc<DeviceAlloc>>>,
     host: RwLock<BTreeMap<usize, Arc<HostBlock>>>,
     host_allocated: AtomicU64,
+    /// What the program holds, by kind.
+    pub held: Held,
 }
 
 fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -90,8 +112,9 @@ pub enum Kind {
 }
 
 impl Memory {
-    /// `cuMemAlloc` in `ctx`: a fresh address in the device's reserved range.
-    pub fn alloc_device(&self, ctx: &Arc<Context>, bytes: usize) -> Res<u64> {
+    /// `cuMemAlloc` in `ctx` (`cuMemAllocAsync` when `stream_ordered`): a fresh
+    /// address in the device's reserved range.
+    pub fn alloc_device(&self, ctx: &Arc<Context>, bytes: usize, stream_ordered: bool) -> Res<u64> {
         if bytes == 0 {
             return Err(INVALID_VALUE);
         }
@@ -105,8 +128,13 @@ impl Memory {
             start,
             backing: Backing::new(bytes, 0),
             ctx: Arc::clone(ctx),
+            stream_ordered,
+            released: AtomicBool::new(false),
         };
-        write(&self.device).insert(start, Arc::new(alloc));
+        let mut t = write(&self.device);
+        t.insert(start, Arc::new(alloc));
+        self.held_device(stream_ordered)
+            .fetch_add(1, Ordering::Relaxed);
         Ok(start)
     }
 
@@ -133,10 +161,28 @@ impl Memory {
     /// checked that nothing queued still uses it) and gives its memory back.
     pub fn free_device(&self, addr: u64) -> Res<Arc<DeviceAlloc>> {
         let a = write(&self.device).remove(&addr).ok_or(INVALID_VALUE)?;
+        self.release(&a);
         let dev = sim().device(a.ctx.device);
         dev.refund(a.backing.len());
         crate::table::lock(&dev.vas).give_back(a.start);
         Ok(a)
+    }
+
+    /// Counts `a` as no longer held by the program (once): it was freed, or its
+    /// stream-ordered free is queued and will run without the program's help.
+    pub fn release(&self, a: &DeviceAlloc) {
+        if !a.released.swap(true, Ordering::AcqRel) {
+            self.held_device(a.stream_ordered)
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    fn held_device(&self, stream_ordered: bool) -> &AtomicUsize {
+        if stream_ordered {
+            &self.held.stream_ordered
+        } else {
+            &self.held.device
+        }
     }
 
     /// The allocation that starts at `addr`, if one does.
@@ -181,7 +227,10 @@ impl Memory {
             ctx: Arc::clone(ctx),
             map_len,
         };
-        write(&self.host).insert(p as usize, Arc::new(block));
+        let mut t = write(&self.host);
+        t.insert(p as usize, Arc::new(block));
+        self.held.host.fetch_add(1, Ordering::Relaxed);
+        drop(t);
         self.host_allocated
             .fetch_add(map_len as u64, Ordering::Relaxed);
         Ok(p.cast())
@@ -215,6 +264,7 @@ impl Memory {
             map_len: 0,
         };
         t.insert(start, Arc::new(block));
+        self.held.registered.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -233,8 +283,24 @@ impl Memory {
 
     /// Takes `block` out of the table (the caller has checked that nothing queued
     /// still uses it); allocated memory is unmapped, so a later host access crashes.
+    /// Nothing happens when `block` is no longer in the table (another thread freed
+    /// it first, and the address may hold a new block by now).
     pub fn free_host(&self, block: &HostBlock) {
-        write(&self.host).remove(&block.start);
+        {
+            let mut t = write(&self.host);
+            let mine = t
+                .get(&block.start)
+                .is_some_and(|b| std::ptr::eq(Arc::as_ptr(b), block));
+            if !mine {
+                return;
+            }
+            t.remove(&block.start);
+        }
+        let held = match block.kind {
+            HostKind::Allocated => &self.held.host,
+            HostKind::Registered => &self.held.registered,
+        };
+        held.fetch_sub(1, Ordering::Relaxed);
         if block.kind == HostKind::Allocated {
             // SAFETY: the block's mapping was made by `alloc_host` with this start and
             // length, and it is no longer in the table: nothing hands it out again.

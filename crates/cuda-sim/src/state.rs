@@ -55,6 +55,12 @@ pub fn sim() -> &'static Sim {
     SIM.get_or_init(Sim::new)
 }
 
+/// The simulated machine, if a call has made it (the leak report at exit, which
+/// must not make it).
+pub fn made() -> Option<&'static Sim> {
+    SIM.get()
+}
+
 impl Sim {
     fn new() -> Sim {
         let cfg = Config::from_env();
@@ -71,6 +77,9 @@ impl Sim {
             })
             .collect();
         let fault = cfg.fault;
+        if cfg.leak_report.is_some() {
+            crate::leaks::report_at_exit();
+        }
         Sim {
             cfg,
             devices,

@@ -16,6 +16,9 @@ pub struct Table<T> {
     tag: usize,
     next: AtomicUsize,
     map: Mutex<HashMap<usize, Arc<T>>>,
+    /// How many handles are live, changed under the map's lock and read without it
+    /// (the leak report, at exit, while stream threads may still run).
+    live: AtomicUsize,
 }
 
 impl<T> Table<T> {
@@ -25,6 +28,7 @@ impl<T> Table<T> {
             tag: usize::from(tag) << 48,
             next: AtomicUsize::new(1),
             map: Mutex::new(HashMap::new()),
+            live: AtomicUsize::new(0),
         }
     }
 
@@ -35,7 +39,10 @@ impl<T> Table<T> {
 
     /// Makes `handle` (from [`Table::reserve`]) name `value`.
     pub fn insert_at(&self, handle: usize, value: Arc<T>) {
-        lock(&self.map).insert(handle, value);
+        let mut map = lock(&self.map);
+        if map.insert(handle, value).is_none() {
+            self.live.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// A fresh handle naming `value`.
@@ -52,7 +59,17 @@ impl<T> Table<T> {
 
     /// Ends `handle`; returns what it named.
     pub fn remove(&self, handle: usize) -> Option<Arc<T>> {
-        lock(&self.map).remove(&handle)
+        let mut map = lock(&self.map);
+        let gone = map.remove(&handle);
+        if gone.is_some() {
+            self.live.fetch_sub(1, Ordering::Relaxed);
+        }
+        gone
+    }
+
+    /// How many handles are live; takes no lock.
+    pub fn live(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
     }
 
     /// Every live object, for which `keep` says yes, with its handle.

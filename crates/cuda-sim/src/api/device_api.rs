@@ -1,5 +1,5 @@
 //! Initialisation, versions, error strings and device queries; and the simulator's
-//! own extra entry point, `cuSimInjectFault`.
+//! own extra entry points, `cuSimInjectFault` and `cuSimLeakReport`.
 
 use std::ffi::{c_char, c_int, c_uint};
 
@@ -146,6 +146,24 @@ export! {
             return Err(INVALID_VALUE);
         }
         sim().arm_fault(code, after);
+        Ok(())
+    }
+
+    /// The simulator's own entry point (not a driver one): the leak report's line
+    /// (`src/leaks.rs`) for the program's objects now, NUL-terminated, into `line`
+    /// of `len` bytes; `CUDA_ERROR_INVALID_VALUE`, and nothing written, when it is
+    /// null or too short.
+    fn cuSimLeakReport(line: *mut c_char, len: usize) {
+        let text = crate::leaks::Live::of(sim()).line();
+        if line.is_null() || len <= text.len() {
+            return Err(INVALID_VALUE);
+        }
+        // SAFETY: `line` is writable for `len` bytes (the entry point's contract),
+        // more than the text and its NUL.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr().cast(), line, text.len());
+            *line.add(text.len()) = 0;
+        }
         Ok(())
     }
 }

@@ -2,6 +2,7 @@
 //! page-locked host memory (allocated and registered), and pointer attributes.
 
 use std::ffi::{c_int, c_uint, c_void};
+use std::sync::Arc;
 
 use super::{out, stream_of, Handle};
 use crate::capture::refuse_unsafe_call;
@@ -10,7 +11,7 @@ use crate::errors::{Res, INVALID_VALUE, NOT_FOUND};
 use crate::memory::{HostKind, Kind};
 use crate::ops::Work;
 use crate::state::sim;
-use crate::submit::submit;
+use crate::submit::{submit, Queued};
 
 /// `cuMemAllocPitch` rounds each row up to a multiple of this.
 pub const PITCH_ALIGN: usize = 512;
@@ -104,7 +105,7 @@ export! {
         if dptr.is_null() {
             return Err(INVALID_VALUE);
         }
-        let p = sim().mem.alloc_device(&c, bytes)?;
+        let p = sim().mem.alloc_device(&c, bytes, false)?;
         // SAFETY: the caller's out-pointer, not null.
         unsafe { out(dptr, p) }
     }
@@ -122,7 +123,7 @@ export! {
         }
         let p = width.checked_next_multiple_of(PITCH_ALIGN).ok_or(INVALID_VALUE)?;
         let bytes = p.checked_mul(height).ok_or(crate::errors::OUT_OF_MEMORY)?;
-        let start = sim().mem.alloc_device(&c, bytes)?;
+        let start = sim().mem.alloc_device(&c, bytes, false)?;
         // SAFETY: the caller's out-pointers, not null.
         unsafe {
             out(dptr, start)?;
@@ -148,7 +149,7 @@ export! {
         if dptr.is_null() {
             return Err(INVALID_VALUE);
         }
-        let p = sim().mem.alloc_device(&s.ctx, bytes)?;
+        let p = sim().mem.alloc_device(&s.ctx, bytes, true)?;
         // SAFETY: the caller's out-pointer, not null.
         unsafe { out(dptr, p) }
     }
@@ -157,7 +158,13 @@ export! {
     fn cuMemFreeAsync(dptr: u64, stream: Handle) {
         let s = stream_of(stream)?;
         let a = sim().mem.device_at(dptr).ok_or(INVALID_VALUE)?;
-        submit(&s, Work::Free(a), "cuMemFreeAsync", vec![]).map(drop)
+        let queued = submit(&s, Work::Free(Arc::clone(&a)), "cuMemFreeAsync", vec![])?;
+        // Queued on a stream, the free runs without the program's help; recorded in a
+        // capture, it runs only if the graph is launched.
+        if matches!(queued, Queued::At(..)) {
+            sim().mem.release(&a);
+        }
+        Ok(())
     }
 
     /// `cuMemHostAlloc`: fresh page-locked memory, mapped for the device.

@@ -8,6 +8,7 @@
 //! `StagingBuffer`, against `download_into`, interleaved within each repetition and
 //! back to back (no gap), and prints the p50 of each.
 
+use cuda_staging::StagingConfig;
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::time::Instant;
@@ -22,10 +23,10 @@ use crate::{compare, fill_pattern, Gpu};
 /// Download sizes: 1 MiB, 2 MiB and a 640×640×3 `f32` tensor.
 pub const CHUNK_SIZES_BYTES: [usize; 3] = [1 << 20, 2 << 20, 4_915_200];
 
-/// `set_pipeline_chunk_bytes` values: 0 is the automatic choice.
+/// `StagingConfig::pipeline_chunk_bytes` values: 0 is the automatic choice.
 pub const CHUNK_OPTIONS_BYTES: [usize; 5] = [0, 256 << 10, 512 << 10, 1 << 20, 2 << 20];
 
-/// `set_copy_threads` values: `None` keeps the default.
+/// `StagingConfig::copy_threads` values: `None` keeps the default.
 pub const COPY_THREAD_OPTIONS: [Option<usize>; 2] = [None, Some(16)];
 
 /// Repetitions dropped per size.
@@ -40,9 +41,9 @@ pub const TARGET_4915200_US: f64 = 120.0;
 /// One way to configure `download`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DownloadVariant {
-    /// `set_pipeline_chunk_bytes` (0: automatic).
+    /// `StagingConfig::pipeline_chunk_bytes` (0: automatic).
     pub chunk_bytes: usize,
-    /// `set_copy_threads`, or the default.
+    /// `StagingConfig::copy_threads`, or the default.
     pub copy_threads: Option<usize>,
 }
 
@@ -64,9 +65,17 @@ impl DownloadVariant {
     /// A staging buffer configured this way.
     fn staging(&self) -> StagingBuffer {
         let mut s = StagingBuffer::new();
-        s.set_pipeline_chunk_bytes(self.chunk_bytes);
+        s.set_config(StagingConfig {
+            pipeline_chunk_bytes: self.chunk_bytes,
+            ..s.config()
+        })
+        .expect("set_config");
         if let Some(t) = self.copy_threads {
-            s.set_copy_threads(t);
+            s.set_config(StagingConfig {
+                copy_threads: t,
+                ..s.config()
+            })
+            .expect("set_config");
         }
         s
     }

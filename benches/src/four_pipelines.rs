@@ -15,6 +15,7 @@
 //! the thread that started them (it waits at both barriers too), over the frames of
 //! all threads. The gaps are sleeps, so they cost next to nothing.
 
+use cuda_staging::StagingConfig;
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -44,7 +45,7 @@ pub enum PipelineColumn {
     Pageable,
     /// `StagingBuffer::upload` / `download`.
     CopyIn,
-    /// The same with `set_low_latency(true)`.
+    /// The same with `StagingConfig::low_latency` on.
     CopyInLowLatency,
     /// `StagingBuffer::upload_with` (a fill that writes nothing) / `download_into`.
     Resident,
@@ -91,7 +92,12 @@ impl Pipeline {
             .map(|&n| DeviceBuffer::<u8>::alloc_in(ctx, n))
             .collect::<Result<Vec<_>, _>>()?;
         let mut staging = StagingBuffer::new();
-        staging.set_low_latency(column == PipelineColumn::CopyInLowLatency);
+        staging
+            .set_config(StagingConfig {
+                low_latency: column == PipelineColumn::CopyInLowLatency,
+                ..staging.config()
+            })
+            .expect("set_config");
         Ok(Pipeline {
             column,
             stream,

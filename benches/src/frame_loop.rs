@@ -31,6 +31,7 @@
 //! repetitions: CPU per frame is the total over the frames. The clocks are read
 //! outside the timed call, so latency does not pay for them.
 
+use cuda_staging::StagingConfig;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -83,7 +84,11 @@ impl<'g> FrameLoop<'g> {
                 FrameColumn::CopyIn | FrameColumn::Resident => Some(StagingBuffer::new()),
                 FrameColumn::CopyInLowLatency => {
                     let mut s = StagingBuffer::new();
-                    s.set_low_latency(true);
+                    s.set_config(StagingConfig {
+                        low_latency: true,
+                        ..s.config()
+                    })
+                    .expect("set_config");
                     Some(s)
                 }
             };

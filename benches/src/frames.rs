@@ -199,7 +199,7 @@ pub enum FrameColumn {
     PageableAsync,
     /// `StagingBuffer::upload` / `download`, default settings.
     CopyIn,
-    /// `StagingBuffer::upload` / `download` with `set_low_latency(true)`.
+    /// `StagingBuffer::upload` / `download` with `StagingConfig::low_latency` on.
     CopyInLowLatency,
     /// `StagingBuffer::upload_with` (a fill that writes nothing: the producer's
     /// writes are its own work) / `download_into`.

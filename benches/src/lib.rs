@@ -109,7 +109,7 @@ pub mod column {
     /// through the bridge, on cudarc's stream.
     pub const CUDARC_RESIDENT: &str = "cudarc+resident";
     /// `frames` only: `StagingBuffer::upload` / `download` with
-    /// `set_low_latency(true)` (its copy threads spin between transfers).
+    /// `StagingConfig::low_latency` on (its copy threads spin between transfers).
     pub const COPY_IN_LOW_LATENCY: &str = "copy-in-low-latency";
 }
 

@@ -5,13 +5,14 @@
 //! |---|---|
 //! | `separate` | four `StagingBuffer::download_into`, each its own wait |
 //! | `batched` | one `download_batch` (the default: `cuMemcpyBatchAsync` where the driver has it) |
-//! | `batched-queued` | one `download_batch` with `set_batch_api(false)`: four queued copies, one wait |
+//! | `batched-queued` | one `download_batch` with `batch_api: false`: four queued copies, one wait |
 //! | `largest-alone` | `download_into` of the 150528 B output alone: the floor a batch can approach |
 //!
 //! Each column has its own [`StagingBuffer`]; each is checked against the outputs'
 //! pattern once before timing. The columns run interleaved, one call each per
 //! repetition, so drift hits them alike; only the call is timed.
 
+use cuda_staging::StagingConfig;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -33,7 +34,7 @@ pub enum BatchColumn {
     Separate,
     /// One `download_batch`, the batch API where the driver has it.
     Batched,
-    /// One `download_batch` through queued copies (`set_batch_api(false)`).
+    /// One `download_batch` through queued copies (`batch_api: false`).
     BatchedQueued,
     /// The largest output alone.
     LargestAlone,
@@ -142,7 +143,12 @@ struct Columns {
 impl Columns {
     fn new() -> Columns {
         let mut queued = StagingBuffer::new();
-        queued.set_batch_api(false);
+        queued
+            .set_config(StagingConfig {
+                batch_api: false,
+                ..queued.config()
+            })
+            .expect("set_config");
         Columns {
             separate: StagingBuffer::new(),
             batched: StagingBuffer::new(),

@@ -10,6 +10,7 @@
 //! the median time of the queued work alone, waited for by spinning. The landed
 //! bytes are checked every repetition.
 
+use cuda_staging::StagingConfig;
 use std::time::{Duration, Instant};
 
 use cuda_core::{DeviceBuffer, Error};
@@ -109,7 +110,11 @@ pub fn run(gpu: &Gpu, warmup: usize, reps: usize) -> Result<Vec<BehindWorkRecord
                 .iter()
                 .map(|&(_, p)| {
                     let mut s = StagingBuffer::new();
-                    s.set_wait_policy(p);
+                    s.set_config(StagingConfig {
+                        wait_policy: p,
+                        ..s.config()
+                    })
+                    .expect("set_config");
                     s
                 })
                 .collect();

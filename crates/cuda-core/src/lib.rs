@@ -206,7 +206,7 @@ pub use pitched_buffer::PitchedBuffer;
 pub use pointer::{query_host_memory, HostMemory};
 pub use stream::Stream;
 pub use view_2d::{Device2dAccess, DeviceSlice2d, DeviceSlice2dMut, DeviceView2d, DeviceView2dMut};
-pub use wait::{WaitPolicy, DEFAULT_SPIN, POLL_SLEEP};
+pub use wait::{WaitPolicy, DEFAULT_SPIN, MAX_POLL_SLEEP, POLL_SLEEP};
 
 /// Loads the CUDA driver from `library` (a file name or a path) instead of the
 /// usual names, for a driver the system loader does not find by itself. Works after

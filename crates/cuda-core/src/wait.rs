@@ -41,9 +41,26 @@ use crate::error::Result;
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
 
 /// How long a [`WaitPolicy::Hybrid`] wait sleeps between two polls once its spin is
-/// over (`std::thread::sleep`; with Linux's default 50 µs timer slack a thread comes
-/// back about 70 µs later). See the module docs for what it costs.
+/// over, at first (`std::thread::sleep`; with Linux's default 50 µs timer slack a
+/// thread comes back about 70 µs later). See the module docs for what it costs. A
+/// long wait sleeps longer: a 32nd of the time it has slept so far, up to
+/// [`MAX_POLL_SLEEP`].
 pub const POLL_SLEEP: Duration = Duration::from_micros(20);
+
+/// The longest sleep between two polls of a [`WaitPolicy::Hybrid`] wait, reached
+/// after about 32 ms of sleeping polls.
+pub const MAX_POLL_SLEEP: Duration = Duration::from_millis(1);
+
+/// The sleep before the next poll of a wait that has been sleeping between polls for
+/// `slept`: [`POLL_SLEEP`], growing to a 32nd of `slept`, at most [`MAX_POLL_SLEEP`].
+/// So a wait that ends comes back within about 3% of its length (or a
+/// [`POLL_SLEEP`]) of the GPU finishing, and a long one polls about 32 times per
+/// doubling of its length instead of every 70 µs: behind 20 ms of GPU work, a
+/// sleeping wait on the simulator on a 2-core machine spent 33-41% of the wait in
+/// CPU with the fixed sleep.
+pub(crate) fn sleep_after(slept: Duration) -> Duration {
+    (slept / 32).clamp(POLL_SLEEP, MAX_POLL_SLEEP)
+}
 
 /// How a thread waits for queued GPU work (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +106,7 @@ impl WaitPolicy {
 pub(crate) enum Then {
     /// The work is done.
     Done,
-    /// Keep polling, sleeping [`POLL_SLEEP`] between polls ([`sleep_until`]).
+    /// Keep polling, sleeping between polls ([`sleep_until`]).
     Sleep,
     /// Block in the driver until it is done.
     Block,
@@ -120,14 +137,15 @@ pub(crate) fn poll(policy: WaitPolicy, mut done: impl FnMut() -> Result<bool>) -
     }
 }
 
-/// Polls `done` until it answers `true`, sleeping [`POLL_SLEEP`] between polls; an
-/// error from `done` is returned.
+/// Polls `done` until it answers `true`, sleeping between polls as [`sleep_after`]
+/// says; an error from `done` is returned.
 pub(crate) fn sleep_until(mut done: impl FnMut() -> Result<bool>) -> Result<()> {
+    let start = Instant::now();
     loop {
         if done()? {
             return Ok(());
         }
-        std::thread::sleep(POLL_SLEEP);
+        std::thread::sleep(sleep_after(start.elapsed()));
     }
 }
 
@@ -135,6 +153,17 @@ pub(crate) fn sleep_until(mut done: impl FnMut() -> Result<bool>) -> Result<()> 
 mod tests {
     use super::*;
     use crate::error::Error;
+
+    #[test]
+    fn sleeps_grow_with_the_wait_from_poll_sleep_to_the_cap() {
+        let us = Duration::from_micros;
+        assert_eq!(sleep_after(Duration::ZERO), POLL_SLEEP);
+        assert_eq!(sleep_after(us(32 * 20)), POLL_SLEEP);
+        assert_eq!(sleep_after(us(32 * 20 + 32)), us(21));
+        assert_eq!(sleep_after(us(3_200)), us(100));
+        assert_eq!(sleep_after(us(32_000)), MAX_POLL_SLEEP);
+        assert_eq!(sleep_after(Duration::from_secs(3)), MAX_POLL_SLEEP);
+    }
 
     #[test]
     fn spin_and_block_do_not_poll_and_hybrid_polls_until_done() {

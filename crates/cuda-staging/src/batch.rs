@@ -361,7 +361,7 @@ impl crate::StagingBuffer {
         span.no_copy();
         self.begin_transfer();
         self.grow(total, usize::MAX, stream.context())?;
-        let use_batch_api = self.batch_api() && stream.has_batch_copies();
+        let use_batch_api = self.batch_api && stream.has_batch_copies();
         let pinned = self.capacity.buffer(total)?;
         let wait = crate::waiting::for_transfer(self.wait, total, stream);
         let queued = if use_batch_api {
@@ -411,7 +411,7 @@ impl crate::StagingBuffer {
         span.parts(batch.len());
         self.begin_transfer();
         self.grow(total, usize::MAX, stream.context())?;
-        let use_batch_api = self.batch_api() && stream.has_batch_copies();
+        let use_batch_api = self.batch_api && stream.has_batch_copies();
         let copier = self.copier(total, crate::Direction::HostToDevice);
         span.copied_parts(copier, &batch.layout.lens);
         let pinned = self.capacity.buffer(total)?;

@@ -5,7 +5,8 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use cuda_core::{
-    Context, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Result, Stream, WaitPolicy,
+    Context, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, Result, Stream,
+    WaitPolicy,
 };
 
 use crate::burst::Burst;
@@ -20,7 +21,7 @@ use crate::stats::StagingStats;
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
 
-/// The most copy threads one transfer uses (see [`StagingBuffer::set_copy_threads`]).
+/// The most copy threads one transfer uses (see [`StagingConfig::copy_threads`](crate::StagingConfig::copy_threads)).
 pub const MAX_COPY_THREADS: usize = 64;
 
 /// Low-latency mode keeps a buffer's helpers spinning while its transfers come at
@@ -68,6 +69,9 @@ pub struct StagingBuffer {
     pub(crate) batch_api: bool,
     /// How this buffer's calls wait for the GPU (`crate::waiting`).
     pub(crate) wait: WaitPolicy,
+    /// Bytes [`StagingBuffer::reserve`] asked for on a thread with no context
+    /// current, pinned at the first grow; 0 when none.
+    reserved: usize,
 }
 
 impl Default for StagingBuffer {
@@ -131,11 +135,14 @@ impl StagingBuffer {
             low_latency: false,
             batch_api: true,
             wait: WaitPolicy::default(),
+            reserved: 0,
         }
     }
 
-    /// A staging buffer with `bytes` already pinned, in the context current on this
-    /// thread; transfers up to that size then allocate nothing.
+    /// A staging buffer with `bytes` pinned, as [`StagingBuffer::reserve`] pins
+    /// them: now in the context current on this thread, or, on a thread with none
+    /// current, at its first transfer that pins. Transfers up to that size then
+    /// allocate nothing.
     pub fn with_capacity(bytes: usize) -> Result<StagingBuffer> {
         let mut s = StagingBuffer::new();
         s.reserve(bytes)?;
@@ -144,8 +151,11 @@ impl StagingBuffer {
 
     /// Makes sure at least `bytes` are pinned (growing by the usual policy), in the
     /// context of the current pinned buffer or, without one, the context current on
-    /// this thread. On failure the buffer is unchanged and still usable. A grow past
-    /// the [pinned-memory limit](crate::set_pinned_limit) is
+    /// this thread. On a thread with no context current (a buffer made before the
+    /// thread ever used the GPU), the bytes are pinned at the buffer's first transfer
+    /// that pins, in that transfer's context, and [`StagingBuffer::capacity`] stays
+    /// as it is until then. On failure the buffer is unchanged and still usable. A
+    /// grow past the [pinned-memory limit](crate::set_pinned_limit) is
     /// [`Error::PinnedLimitExceeded`](crate::Error::PinnedLimitExceeded), before any
     /// driver call.
     pub fn reserve(&mut self, bytes: usize) -> Result<()> {
@@ -156,7 +166,14 @@ impl StagingBuffer {
         self.capacity.check_budget(bytes, usize::MAX)?;
         let ctx = match self.capacity.context() {
             Some(c) => c.clone(),
-            None => Context::current()?,
+            None => match Context::current() {
+                Ok(c) => c,
+                Err(Error::NoContext) => {
+                    self.reserved = self.reserved.max(bytes);
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            },
         };
         self.grow(bytes, usize::MAX, &ctx)
     }
@@ -166,9 +183,11 @@ impl StagingBuffer {
         self.capacity.bytes()
     }
 
-    /// Releases the pinned memory; the next transfer pins again. Counters are kept.
+    /// Releases the pinned memory, and a reservation not yet pinned; the next
+    /// transfer pins again. Counters are kept.
     pub fn shrink_to_fit(&mut self) {
         self.capacity.release();
+        self.reserved = 0;
     }
 
     /// Usage counters.
@@ -327,13 +346,13 @@ impl StagingBuffer {
     ///
     /// `dst` is a whole device buffer or a writable view of part of one, as for
     /// [`StagingBuffer::upload_with`]. Routing: transfers below
-    /// [`StagingBuffer::stage_min_bytes`] go to the driver's own path; otherwise a
+    /// [`StagingConfig::stage_min_bytes`](crate::StagingConfig::stage_min_bytes) go to the driver's own path; otherwise a
     /// page-locked `src` is DMA'd straight from; otherwise transfers up to
-    /// [`StagingBuffer::stage_max_bytes`] are staged (a multi-threaded non-temporal
+    /// [`StagingConfig::stage_max_bytes`](crate::StagingConfig::stage_max_bytes) are staged (a multi-threaded non-temporal
     /// host copy, pipelined against the DMA) and larger ones go to the driver's
     /// pageable path. A transfer that follows a gap and that the calling thread
     /// would copy alone goes to the driver's path too where that is as fast
-    /// ([`StagingBuffer::driver_after_gap`]). Every route is ordered on `stream` the
+    /// ([`StagingConfig::driver_after_gap`](crate::StagingConfig::driver_after_gap)). Every route is ordered on `stream` the
     /// same way. A staged transfer that would grow the pinned memory past the
     /// [pinned-memory limit](crate::set_pinned_limit) is an error, never handed to
     /// the pageable path instead.
@@ -401,8 +420,13 @@ impl StagingBuffer {
             _ => {
                 span.route(SpanRoute::of(route, 1));
                 span.no_copy();
-                let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
-                leg.driver_copy(stream, wait)
+                let wait = match route {
+                    Route::Driver => {
+                        crate::waiting::for_driver_copy(self.wait, direction, bytes, stream)
+                    }
+                    _ => Ok(crate::waiting::for_transfer(self.wait, bytes, stream)),
+                };
+                wait.and_then(|wait| leg.driver_copy(stream, wait))
             }
         };
         self.finish_transfer();
@@ -478,7 +502,7 @@ impl StagingBuffer {
     /// Whether a transfer of `bytes` moving `direction`, starting now (after
     /// [`StagingBuffer::begin_transfer`]) with `helpers` pool helpers for its host
     /// copy, goes to the driver's path instead: paced, what the caller would copy
-    /// alone the driver copies as fast ([`StagingBuffer::driver_after_gap`]).
+    /// alone the driver copies as fast ([`StagingConfig::driver_after_gap`](crate::StagingConfig::driver_after_gap)).
     pub(crate) fn paced_to_driver(
         &self,
         helpers: usize,
@@ -498,7 +522,7 @@ impl StagingBuffer {
     }
 
     /// How this buffer's host copies of a transfer whose largest copy is
-    /// `copy_bytes` run: on up to [`StagingBuffer::copy_threads`] threads, waking
+    /// `copy_bytes` run: on up to [`StagingConfig::copy_threads`](crate::StagingConfig::copy_threads) threads, waking
     /// parked helpers only where they pay (`tuning::helpers_to_wake`; as in a tight
     /// loop when low-latency mode keeps them hot).
     pub(crate) fn copier(&self, copy_bytes: usize, direction: Direction) -> Copier<'static> {
@@ -524,7 +548,11 @@ impl StagingBuffer {
 
     /// Grows the pinned memory to at least `bytes` (not past `limit` unless `bytes`
     /// is larger), counting the allocation.
+    /// A reservation made on a thread with no context ([`StagingBuffer::reserve`])
+    /// is pinned here, at the first grow; should that fail, the error is the
+    /// transfer's and the reservation is dropped, so later transfers grow as usual.
     pub(crate) fn grow(&mut self, bytes: usize, limit: usize, ctx: &Context) -> Result<()> {
+        let bytes = bytes.max(std::mem::take(&mut self.reserved));
         if let Some(new_cap) = self.capacity.ensure(bytes, limit, ctx)? {
             self.stats.allocations += 1;
             self.stats.peak_capacity_bytes = self.stats.peak_capacity_bytes.max(new_cap);
@@ -570,7 +598,7 @@ mod tests {
         assert_eq!(s.capacity(), 0);
         assert_eq!(s.stats(), StagingStats::default());
         assert_eq!(s.auto_stage_max_bytes(), usize::MAX);
-        assert!(s.copy_threads() >= 1 && s.copy_threads() <= 16);
-        assert!(!s.low_latency());
+        assert!(s.copy_threads >= 1 && s.copy_threads <= 16);
+        assert!(!s.low_latency);
     }
 }

@@ -25,7 +25,7 @@ impl StagingBuffer {
     /// transfer of `width * height * size_of::<T>()` bytes. Routed as `upload`: a
     /// paced transfer (after a gap, or within a frame's few) that the calling thread
     /// would copy alone goes to the driver's own `cuMemcpy2D` from `src` instead
-    /// ([`StagingBuffer::driver_after_gap`]), counted as a direct transfer.
+    /// ([`StagingConfig::driver_after_gap`](crate::StagingConfig::driver_after_gap)), counted as a direct transfer.
     ///
     /// Errors, before any driver call and changing nothing:
     /// [`Error::PitchTooSmall`](crate::Error::PitchTooSmall) when `src_pitch_bytes` is
@@ -58,8 +58,11 @@ impl StagingBuffer {
         if self.paced_to_driver(copier.helpers(), bytes, Direction::HostToDevice) {
             span.route(SpanRoute::Driver);
             span.no_copy();
-            let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
-            let r = stream.memcpy_2d_htod_sync_with(src, src_pitch_bytes, dst, wait);
+            let r =
+                crate::waiting::for_driver_copy(self.wait, Direction::HostToDevice, bytes, stream)
+                    .and_then(|wait| {
+                        stream.memcpy_2d_htod_sync_with(src, src_pitch_bytes, dst, wait)
+                    });
             let r = self.finish_driver_2d(r, bytes, Direction::HostToDevice);
             span.outcome(&r);
             return r;
@@ -140,8 +143,11 @@ impl StagingBuffer {
         if self.paced_to_driver(copier.helpers(), bytes, Direction::DeviceToHost) {
             span.route(SpanRoute::Driver);
             span.no_copy();
-            let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
-            let r = stream.memcpy_2d_dtoh_sync_with(src, dst, dst_pitch_bytes, wait);
+            let r =
+                crate::waiting::for_driver_copy(self.wait, Direction::DeviceToHost, bytes, stream)
+                    .and_then(|wait| {
+                        stream.memcpy_2d_dtoh_sync_with(src, dst, dst_pitch_bytes, wait)
+                    });
             let r = self.finish_driver_2d(r, bytes, Direction::DeviceToHost);
             span.outcome(&r);
             return r;

@@ -57,7 +57,7 @@ impl Burst {
     /// Whether the transfer starting now is one of a run of back-to-back transfers
     /// (at least [`BACK_TO_BACK_TRANSFERS`] with gaps under [`BURST_GAP`]).
     pub(crate) fn back_to_back(&self) -> bool {
-        self.in_burst >= crate::tuning::back_to_back_transfers()
+        self.in_burst >= BACK_TO_BACK_TRANSFERS
     }
 }
 

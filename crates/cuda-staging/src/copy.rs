@@ -102,7 +102,7 @@ impl Copier<'static> {
     ) -> Copier<'static> {
         let threads = match direction {
             Direction::HostToDevice => threads,
-            Direction::DeviceToHost => threads.min(crate::tuning::download_threads()),
+            Direction::DeviceToHost => threads.min(crate::tuning::DOWNLOAD_THREADS),
         }
         .max(1);
         let mut helpers = crate::tuning::helpers_to_wake(copy_bytes, threads, direction, hot);
@@ -161,8 +161,11 @@ impl<'a> Copier<'a> {
     pub(crate) fn prewake(&self) {
         if let Some(pool) = self.pool {
             if self.helpers > 0 {
-                let hold = std::time::Duration::from_nanos(crate::tuning::prewake_hold_ns());
-                pool.heat(self.helpers, pool.deadline_in(hold), true);
+                pool.heat(
+                    self.helpers,
+                    pool.deadline_in(crate::tuning::PREWAKE_HOLD),
+                    true,
+                );
             }
         }
     }
@@ -268,7 +271,7 @@ impl<'a> Copier<'a> {
             linger_ns: if self.last && !self.hot {
                 0
             } else {
-                crate::tuning::linger_ns()
+                crate::tuning::LINGER.as_nanos() as u64
             },
             // Helpers woken for this transfer arrive tens of µs late: small parts
             // leave them work. Spinning ones take theirs at once, and each part
@@ -276,7 +279,7 @@ impl<'a> Copier<'a> {
             parts_per_thread: if self.hot {
                 1
             } else {
-                crate::tuning::parts_per_thread()
+                crate::tuning::PARTS_PER_THREAD
             },
         }
     }
@@ -359,17 +362,6 @@ pub fn copy_for_dma<T: StagingPod>(dst: &mut [T], src: &[T]) -> Result<()> {
             streams(bytes),
         )
     };
-    Ok(())
-}
-
-/// `src` into `dst` always with streaming stores (x86-64, from 4 KiB), whatever the
-/// size: for `copy_probe`, which times them against ordinary stores. Not part of the
-/// API. Lengths that differ are an [`Error::LengthMismatch`]; nothing is copied.
-#[doc(hidden)]
-pub fn copy_streaming(dst: &mut [u8], src: &[u8]) -> Result<()> {
-    same_lengths("copy_streaming", dst.len(), src.len())?;
-    // SAFETY: both slices hold `src.len()` bytes; `&mut` and `&` cannot overlap.
-    unsafe { copy(dst.as_mut_ptr(), src.as_ptr(), src.len(), true) };
     Ok(())
 }
 

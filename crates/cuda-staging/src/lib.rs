@@ -46,14 +46,17 @@
 //! faster of: the driver's own pageable copy (small uploads, under
 //! [`DEFAULT_STAGE_MIN_BYTES`], and, outside tight loops, uploads that only the
 //! calling thread would copy and downloads over 512 KiB:
-//! [`StagingBuffer::driver_after_gap`]); a DMA straight from or
+//! [`StagingConfig::driver_after_gap`]); a DMA straight from or
 //! into page-locked memory; or staging, where the host copy uses streaming stores
 //! (which the DMA reads at full speed), is split over the process-wide copy pool's
 //! helper threads, and for large transfers is cut into chunks whose copies overlap
 //! the DMA of the others (through a pinned window of at most
 //! [`PIPELINE_WINDOW_BYTES`]). [`StagingBuffer::calibrate`] measures both paths on
 //! your machine and sets the thresholds; [`StagingBuffer::set_auto_stage_max_bytes`]
-//! sets one fixed threshold instead.
+//! sets one fixed upper threshold instead. Every knob of a buffer is a field of one
+//! value, [`StagingConfig`], read by [`StagingBuffer::config`] and set by
+//! [`StagingBuffer::set_config`] or [`StagingBuffer::with_config`]; its
+//! [`Default`] holds the measured choices.
 //!
 //! # Seeing which route a transfer took
 //!
@@ -121,7 +124,7 @@
 //! for none), started at the first copy that wants help. Helpers are woken by the
 //! transfer that needs them and parked between frames: nothing of the pool runs
 //! while your program does other work. A transfer's host copy uses at most
-//! [`StagingBuffer::copy_threads`] threads, the caller included
+//! [`StagingConfig::copy_threads`] threads, the caller included
 //! ([`DEFAULT_COPY_THREADS`], 4). [`pool_stats`] says how many helpers run, how often
 //! they were woken and how much CPU they used.
 //!
@@ -141,7 +144,7 @@
 //! - Beside a thread computing on every other core: at most 1.09 times the driver's
 //!   CPU at 0.92-1.15 times its speed, and the neighbours keep at least 0.966 of
 //!   their throughput (0.970 beside the driver's own copy).
-//! - [`StagingBuffer::set_low_latency`] keeps a buffer's helpers spinning between
+//! - [`StagingConfig::low_latency`] keeps a buffer's helpers spinning between
 //!   transfers: **one core per helper, continuously** (6.1-10.5 ms of CPU per frame
 //!   at 2 ms frames, 49-52 ms at 16 ms frames), for 1.22-3.97 times the driver's
 //!   speed after 2 ms gaps (0.64-2.60 after 16 ms).
@@ -183,7 +186,7 @@
 //! # Waiting for the GPU
 //!
 //! Every call that returns once its transfer has landed, and every ring wait, waits
-//! as its buffer's or ring's [`WaitPolicy`] says ([`StagingBuffer::set_wait_policy`],
+//! as its buffer's or ring's [`WaitPolicy`] says ([`StagingConfig::wait_policy`],
 //! [`StagingRing::set_wait_policy`]). The default polls for [`DEFAULT_SPIN`], then
 //! polls with [`POLL_SLEEP`] sleeps between: a download queued behind a model's run
 //! sleeps through the run instead of spinning a core for it (behind about 1 and 4 ms
@@ -321,6 +324,7 @@ mod buffer_2d;
 mod burst;
 mod calibration;
 mod capacity;
+mod config;
 mod copy;
 mod cpu;
 mod cpu_clock;
@@ -335,7 +339,6 @@ mod region_2d;
 mod ring;
 mod routing;
 mod rows;
-mod settings;
 mod stats;
 mod sync;
 mod trace;
@@ -346,9 +349,8 @@ pub use batch::{DownloadBatch, Landed, Part, UploadBatch, MAX_BATCH_PARTS};
 pub use budget::{pinned_bytes, pinned_limit, set_pinned_limit, PINNED_LIMIT_ENV};
 pub use buffer::{default_copy_threads, StagingBuffer, DEFAULT_COPY_THREADS, MAX_COPY_THREADS};
 pub use calibration::{Calibration, CalibrationSample};
+pub use config::StagingConfig;
 pub use copy::copy_for_dma;
-#[doc(hidden)]
-pub use copy::copy_streaming;
 /// The cudarc the `cudarc` feature bridges to.
 #[cfg(feature = "cudarc")]
 pub use cuda_core::cudarc;
@@ -359,7 +361,7 @@ pub use cuda_core::cudarc_bridge::{self, CudarcView, CudarcViewMut};
 pub use cuda_core::{
     bytemuck, check_deferred_errors, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut,
     DeviceView, DeviceViewMut, Error, Event, HostRegistration, PinnedBuffer, Result, Stream,
-    WaitPolicy, DEFAULT_SPIN, POLL_SLEEP,
+    WaitPolicy, DEFAULT_SPIN, MAX_POLL_SLEEP, POLL_SLEEP,
 };
 pub use cuda_core::{
     DeviceSlice2d, DeviceSlice2dMut, DeviceView2d, DeviceView2dMut, Layout2d, PitchedBuffer,
@@ -374,14 +376,12 @@ pub use ring::Ticket2d;
 pub use ring::{BatchTicket, RingStats, StagingRing, Ticket, DEFAULT_RING_SLOTS, MAX_RING_SLOTS};
 pub use routing::{Direction, PerDirection, DEFAULT_STAGE_MIN_BYTES};
 pub use stats::StagingStats;
-#[doc(hidden)]
-pub use tuning::{pool_tuning, set_pool_tuning, PoolTuning};
 
 /// A fixed routing threshold for [`StagingBuffer::upload`] / [`StagingBuffer::download`]:
 /// 512 KiB.
 ///
 /// `staging.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES)` gives the
-/// simplest routing: stage at or below 512 KiB, hand larger transfers to the
+/// seed's routing bound: never stage above 512 KiB, hand larger transfers to the
 /// driver's pageable path. [`StagingBuffer::new`] does not start with it: with the
 /// multi-threaded, streaming, pipelined host copy the staged path is faster than the
 /// driver's from 32 KiB up to the largest size measured on our H200, so the default

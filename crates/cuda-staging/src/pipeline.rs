@@ -292,7 +292,7 @@ impl Stage<'_> {
 /// The largest download whose copy-out is published before its DMA has landed
 /// (see [`Stage::download`]): the largest cut in one piece by the automatic chunk,
 /// and the largest measured. A larger one in one piece (a chunk size set with
-/// `set_pipeline_chunk_bytes`) publishes after the wait.
+/// `StagingConfig::pipeline_chunk_bytes`) publishes after the wait.
 const GATED_COPY_OUT_MAX_BYTES: usize = PIPELINE_MIN_BYTES[1];
 
 /// Views of the plan's slots, each `chunk_bytes` long, at the start of `window`.
@@ -400,7 +400,7 @@ mod tests {
             h2d in proptest::prelude::any::<bool>(),
             cold in proptest::prelude::any::<bool>(),
         ) {
-            // 0 is the automatic choice; anything else is what set_pipeline_chunk_bytes stores.
+            // 0 is the automatic choice; anything else is what StagingConfig::pipeline_chunk_bytes sets.
             let direction = if h2d { Direction::HostToDevice } else { Direction::DeviceToHost };
             let chunk = chunk_granules * crate::capacity::GROW_GRANULE_BYTES;
             let p = Plan::new(bytes, window, chunk, direction, cold);

@@ -210,7 +210,7 @@ impl StagingRing {
     }
 
     /// Threads (the calling one included) that share `upload`'s host copy, as
-    /// [`crate::StagingBuffer::set_copy_threads`].
+    /// [`crate::StagingConfig::copy_threads`].
     pub fn set_copy_threads(&mut self, threads: usize) {
         self.copy_threads = threads.clamp(1, crate::MAX_COPY_THREADS);
     }

@@ -62,6 +62,12 @@ impl<T: Copy> PerDirection<T> {
             Direction::DeviceToHost => self.download = v,
         }
     }
+
+    /// `self` with the value for `direction` replaced by `v`.
+    pub fn with(mut self, direction: Direction, v: T) -> PerDirection<T> {
+        self.set(direction, v);
+        self
+    }
 }
 
 /// Default lower routing bounds: below them `upload` / `download` hand the copy to
@@ -94,7 +100,7 @@ pub(crate) struct Routing {
     pub(crate) min: PerDirection<usize>,
     pub(crate) max: PerDirection<usize>,
     /// Paced transfers the caller would copy alone go to the driver
-    /// (`StagingBuffer::set_driver_after_gap`).
+    /// (`StagingConfig::driver_after_gap`).
     pub(crate) driver_after_gap: bool,
     memo: PerDirection<LockMemo>,
 }
@@ -126,7 +132,7 @@ impl Default for Routing {
 impl Routing {
     /// Whether pageable transfers of `bytes` are staged.
     pub(crate) fn stages(&self, direction: Direction, bytes: usize) -> bool {
-        bytes >= self.min.get(direction) && bytes <= self.max.get(direction)
+        within_bounds(self.min, self.max, direction, bytes)
     }
 
     /// The route of a transfer of `bytes` from or into `host`. Below the lower bound
@@ -180,6 +186,17 @@ impl Routing {
         );
         page_locked
     }
+}
+
+/// Whether `bytes` moving `direction` lie within the routing bounds `min..=max`
+/// (staged, unless the rule after a gap hands them to the driver).
+pub(crate) fn within_bounds(
+    min: PerDirection<usize>,
+    max: PerDirection<usize>,
+    direction: Direction,
+    bytes: usize,
+) -> bool {
+    bytes >= min.get(direction) && bytes <= max.get(direction)
 }
 
 /// The page-lock range rule: all of `[host, host + bytes)` is page-locked when the

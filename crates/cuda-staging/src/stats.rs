@@ -15,9 +15,9 @@ pub struct StagingStats {
     /// `upload` / `download` routed to staging.
     pub staged_transfers: u64,
     /// `upload` / `download` transfers handed to the driver's own path: below
-    /// [`crate::StagingBuffer::stage_min_bytes`] (whatever the host memory; the
+    /// [`crate::StagingConfig::stage_min_bytes`] (whatever the host memory; the
     /// page-lock query is skipped there) or, from pageable memory, above
-    /// [`crate::StagingBuffer::stage_max_bytes`].
+    /// [`crate::StagingConfig::stage_max_bytes`].
     pub direct_transfers: u64,
     /// `upload` / `download` transfers at or above the lower routing bound whose host
     /// slice was already page-locked (a `PinnedBuffer`, a `HostRegistration`,

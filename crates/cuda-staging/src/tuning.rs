@@ -1,12 +1,7 @@
 //! The copy pool's tunables: how long helpers linger, how many a transfer wakes,
-//! how finely a copy is cut. Process-wide, read on every split copy (a relaxed
-//! load each); the defaults are the measured choices documented on each constant.
-//! Changing them is for probes that time variants side by side in one process
-//! ([`set_pool_tuning`], hidden from the docs); programs size the pool with
-//! [`crate::set_copy_pool_threads`] and each buffer with
-//! [`crate::StagingBuffer::set_copy_threads`].
-
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+//! how finely a copy is cut. Constants, each with the measurement that chose it.
+//! Programs size the pool with [`crate::set_copy_pool_threads`] and each buffer with
+//! [`crate::StagingConfig::copy_threads`].
 
 use crate::routing::{Direction, PerDirection};
 use std::time::Duration;
@@ -102,128 +97,11 @@ pub(crate) const DRIVER_AFTER_GAP_MIN_BYTES: PerDirection<usize> = PerDirection 
     download: (512 << 10) + 1,
 };
 
-/// The process-wide tunables; see the constants above for the defaults.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PoolTuning {
-    /// [`LINGER`].
-    pub linger: Duration,
-    /// [`PREWAKE_HOLD`].
-    pub prewake_hold: Duration,
-    /// [`WAKE_MIN_BYTES`].
-    pub wake_min_bytes: usize,
-    /// [`HELPER_BYTES`].
-    pub helper_bytes: usize,
-    /// [`BACK_TO_BACK_HELPER_BYTES`].
-    pub back_to_back_helper_bytes: usize,
-    /// [`PARTS_PER_THREAD`].
-    pub parts_per_thread: usize,
-    /// [`DOWNLOAD_THREADS`].
-    pub download_threads: usize,
-    /// [`DOWNLOAD_WAKE_MIN_BYTES`].
-    pub download_wake_min_bytes: usize,
-    /// [`DRIVER_AFTER_GAP_MIN_BYTES`]`.upload` (`usize::MAX`: never).
-    pub driver_after_gap_upload_min_bytes: usize,
-    /// [`DRIVER_AFTER_GAP_MIN_BYTES`]`.download` (`usize::MAX`: never).
-    pub driver_after_gap_download_min_bytes: usize,
-    /// [`crate::burst::BACK_TO_BACK_TRANSFERS`].
-    pub back_to_back_transfers: u32,
-}
-
-impl Default for PoolTuning {
-    fn default() -> Self {
-        PoolTuning {
-            linger: LINGER,
-            prewake_hold: PREWAKE_HOLD,
-            wake_min_bytes: WAKE_MIN_BYTES,
-            helper_bytes: HELPER_BYTES,
-            back_to_back_helper_bytes: BACK_TO_BACK_HELPER_BYTES,
-            parts_per_thread: PARTS_PER_THREAD,
-            download_threads: DOWNLOAD_THREADS,
-            download_wake_min_bytes: DOWNLOAD_WAKE_MIN_BYTES,
-            driver_after_gap_upload_min_bytes: DRIVER_AFTER_GAP_MIN_BYTES.upload,
-            driver_after_gap_download_min_bytes: DRIVER_AFTER_GAP_MIN_BYTES.download,
-            back_to_back_transfers: crate::burst::BACK_TO_BACK_TRANSFERS,
-        }
-    }
-}
-
-static LINGER_NS: AtomicU64 = AtomicU64::new(LINGER.as_nanos() as u64);
-static PREWAKE_HOLD_NS: AtomicU64 = AtomicU64::new(PREWAKE_HOLD.as_nanos() as u64);
-static WAKE_MIN: AtomicUsize = AtomicUsize::new(WAKE_MIN_BYTES);
-static HELPER: AtomicUsize = AtomicUsize::new(HELPER_BYTES);
-static BACK_TO_BACK_HELPER: AtomicUsize = AtomicUsize::new(BACK_TO_BACK_HELPER_BYTES);
-static PARTS: AtomicUsize = AtomicUsize::new(PARTS_PER_THREAD);
-static DOWNLOAD: AtomicUsize = AtomicUsize::new(DOWNLOAD_THREADS);
-static DOWNLOAD_WAKE_MIN: AtomicUsize = AtomicUsize::new(DOWNLOAD_WAKE_MIN_BYTES);
-static DRIVER_AFTER_GAP_UP: AtomicUsize = AtomicUsize::new(DRIVER_AFTER_GAP_MIN_BYTES.upload);
-static DRIVER_AFTER_GAP_DOWN: AtomicUsize = AtomicUsize::new(DRIVER_AFTER_GAP_MIN_BYTES.download);
-static BACK_TO_BACK: AtomicU32 = AtomicU32::new(crate::burst::BACK_TO_BACK_TRANSFERS);
-
-/// Sets the process-wide tunables (for probes; see the module notes). Byte counts
-/// and `parts_per_thread` of 0 are taken as 1.
-#[doc(hidden)]
-pub fn set_pool_tuning(t: PoolTuning) {
-    LINGER_NS.store(t.linger.as_nanos() as u64, Ordering::Relaxed);
-    PREWAKE_HOLD_NS.store(t.prewake_hold.as_nanos() as u64, Ordering::Relaxed);
-    WAKE_MIN.store(t.wake_min_bytes, Ordering::Relaxed);
-    HELPER.store(t.helper_bytes.max(1), Ordering::Relaxed);
-    BACK_TO_BACK_HELPER.store(t.back_to_back_helper_bytes.max(1), Ordering::Relaxed);
-    PARTS.store(t.parts_per_thread.max(1), Ordering::Relaxed);
-    DOWNLOAD.store(t.download_threads.max(1), Ordering::Relaxed);
-    DOWNLOAD_WAKE_MIN.store(t.download_wake_min_bytes, Ordering::Relaxed);
-    DRIVER_AFTER_GAP_UP.store(t.driver_after_gap_upload_min_bytes, Ordering::Relaxed);
-    DRIVER_AFTER_GAP_DOWN.store(t.driver_after_gap_download_min_bytes, Ordering::Relaxed);
-    BACK_TO_BACK.store(t.back_to_back_transfers.max(1), Ordering::Relaxed);
-}
-
-/// The process-wide tunables now.
-#[doc(hidden)]
-pub fn pool_tuning() -> PoolTuning {
-    PoolTuning {
-        linger: Duration::from_nanos(linger_ns()),
-        prewake_hold: Duration::from_nanos(prewake_hold_ns()),
-        wake_min_bytes: WAKE_MIN.load(Ordering::Relaxed),
-        helper_bytes: HELPER.load(Ordering::Relaxed),
-        back_to_back_helper_bytes: BACK_TO_BACK_HELPER.load(Ordering::Relaxed),
-        parts_per_thread: parts_per_thread(),
-        download_threads: download_threads(),
-        download_wake_min_bytes: DOWNLOAD_WAKE_MIN.load(Ordering::Relaxed),
-        driver_after_gap_upload_min_bytes: DRIVER_AFTER_GAP_UP.load(Ordering::Relaxed),
-        driver_after_gap_download_min_bytes: DRIVER_AFTER_GAP_DOWN.load(Ordering::Relaxed),
-        back_to_back_transfers: back_to_back_transfers(),
-    }
-}
-
-pub(crate) fn back_to_back_transfers() -> u32 {
-    BACK_TO_BACK.load(Ordering::Relaxed)
-}
-
 /// Whether a transfer of `bytes` moving `direction`, which is paced and which the
 /// calling thread would copy alone, goes to the driver's pageable path
 /// ([`DRIVER_AFTER_GAP_MIN_BYTES`]).
 pub(crate) fn driver_after_gap(bytes: usize, direction: Direction) -> bool {
-    let min = match direction {
-        Direction::HostToDevice => &DRIVER_AFTER_GAP_UP,
-        Direction::DeviceToHost => &DRIVER_AFTER_GAP_DOWN,
-    };
-    bytes >= min.load(Ordering::Relaxed)
-}
-
-pub(crate) fn linger_ns() -> u64 {
-    LINGER_NS.load(Ordering::Relaxed)
-}
-
-pub(crate) fn prewake_hold_ns() -> u64 {
-    PREWAKE_HOLD_NS.load(Ordering::Relaxed)
-}
-
-pub(crate) fn parts_per_thread() -> usize {
-    PARTS.load(Ordering::Relaxed)
-}
-
-pub(crate) fn download_threads() -> usize {
-    DOWNLOAD.load(Ordering::Relaxed)
+    bytes >= DRIVER_AFTER_GAP_MIN_BYTES.get(direction)
 }
 
 /// Pool helpers a transfer's host copy of `copy_bytes`, moving `direction`, enlists
@@ -246,16 +124,13 @@ pub(crate) fn helpers_to_wake(
     hot: bool,
 ) -> usize {
     let (min, per) = if hot {
-        (
-            crate::copy::PARALLEL_MIN_BYTES,
-            BACK_TO_BACK_HELPER.load(Ordering::Relaxed),
-        )
+        (crate::copy::PARALLEL_MIN_BYTES, BACK_TO_BACK_HELPER_BYTES)
     } else {
         let min = match direction {
-            Direction::HostToDevice => WAKE_MIN.load(Ordering::Relaxed),
-            Direction::DeviceToHost => DOWNLOAD_WAKE_MIN.load(Ordering::Relaxed),
+            Direction::HostToDevice => WAKE_MIN_BYTES,
+            Direction::DeviceToHost => DOWNLOAD_WAKE_MIN_BYTES,
         };
-        (min, HELPER.load(Ordering::Relaxed))
+        (min, HELPER_BYTES)
     };
     if threads < 2 || copy_bytes < min.max(crate::copy::PARALLEL_MIN_BYTES) {
         return 0;
@@ -269,8 +144,6 @@ mod tests {
 
     #[test]
     fn small_copies_after_a_gap_wake_nobody_and_large_ones_wake_up_to_the_cap() {
-        let d = PoolTuning::default();
-        assert_eq!(pool_tuning(), d, "nothing in this binary changes them");
         let (up, down) = (Direction::HostToDevice, Direction::DeviceToHost);
         // After a gap: uploads nothing under 512 KiB, then one per 512 KiB.
         assert_eq!(helpers_to_wake(150_528, 4, up, false), 0);

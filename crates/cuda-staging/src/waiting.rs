@@ -17,7 +17,9 @@
 
 use std::time::Duration;
 
-use cuda_core::{Stream, WaitPolicy};
+use cuda_core::{Result, Stream, WaitPolicy};
+
+use crate::routing::Direction;
 
 /// The link speed a wait assumes for the transfer's own copies, in bytes per µs
 /// (40 GB/s). The H200 host's PCIe Gen5 link moves 45-50 GB/s from pinned memory
@@ -53,6 +55,39 @@ pub(crate) fn for_transfer(policy: WaitPolicy, bytes: usize, stream: &Stream) ->
     } else {
         policy
     }
+}
+
+/// Before the driver's own copy of `bytes` between `stream`'s device memory and the
+/// caller's pageable memory: the wait for that copy, after waiting as `policy` says
+/// for the work queued ahead of it.
+///
+/// The driver's pageable copy waits for the stream inside the call, spinning,
+/// whatever `policy` says: a download returns only once it has landed, and an
+/// upload too large for the driver's staging at once (from [`ASK_FROM`] of link
+/// time, 400 KB) waits for its turn. So under a policy other than
+/// [`WaitPolicy::Spin`] such a copy first asks whether the stream is idle
+/// (`cuStreamQuery`) and, if not, waits for it as `policy` says; a smaller upload
+/// is copied into the driver's staging at once and is not held up. An error of the
+/// work ahead is returned before anything is copied.
+pub(crate) fn for_driver_copy(
+    policy: WaitPolicy,
+    direction: Direction,
+    bytes: usize,
+    stream: &Stream,
+) -> Result<WaitPolicy> {
+    let held_up = direction == Direction::DeviceToHost || link_time(bytes) >= ASK_FROM;
+    if policy == WaitPolicy::Spin || !held_up {
+        return Ok(for_transfer(policy, bytes, stream));
+    }
+    if !stream.query()? {
+        stream.synchronize_with(policy)?;
+    }
+    // Nothing is queued ahead now: the copy waits for itself alone.
+    Ok(match policy {
+        WaitPolicy::Hybrid { .. } if link_time(bytes) >= ASK_FROM => WaitPolicy::Spin,
+        WaitPolicy::Hybrid { .. } => for_bytes(policy, bytes),
+        other => other,
+    })
 }
 
 /// How long `bytes` take on the link at [`LINK_BYTES_PER_US`].

@@ -3,8 +3,7 @@
 //! alone, goes to the driver's pageable path; back to back it is staged again;
 //! downloads after a gap stay staged up to 512 KiB and go to the driver above, at any
 //! size; a frame's later transfers (right after its first) count as paced too;
-//! `set_driver_after_gap(false)`,
-//! `set_auto_stage_max_bytes` and low-latency mode turn the rule off. Every route
+//! `StagingConfig::driver_after_gap` off and low-latency mode turn the rule off. Every route
 //! keeps the data and the stream order (semantics 1 and 2).
 //!
 //! Its own test binary, run one test at a time (`SERIAL`): whether a copy wakes pool
@@ -17,6 +16,7 @@
 
 mod common;
 
+use cuda_staging::StagingConfig;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -68,7 +68,7 @@ fn an_upload_after_a_gap_goes_to_the_driver_and_back_to_back_ones_are_staged() {
     let _serial = serial();
     let (_ctx, stream) = gpu();
     let mut staging = StagingBuffer::new();
-    assert!(staging.driver_after_gap(), "on by default");
+    assert!(staging.config().driver_after_gap, "on by default");
     let mut dev = DeviceBuffer::<u8>::alloc(FRAME).expect("alloc");
 
     // The buffer's first transfer follows nothing: staged, and it pins.
@@ -253,24 +253,26 @@ fn paced_2d_transfers_the_caller_would_copy_alone_go_to_the_driver_and_keep_the_
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
-fn the_rule_is_off_when_switched_off_with_seed_routing_and_in_low_latency_mode() {
+fn the_rule_is_off_when_switched_off_and_in_low_latency_mode() {
     let _serial = serial();
     let (_ctx, stream) = gpu();
     let mut dev = DeviceBuffer::<u8>::alloc(FRAME).expect("alloc");
     let mut off = StagingBuffer::new();
-    off.set_driver_after_gap(false);
-    assert!(!off.driver_after_gap());
-    let mut seed_routing = StagingBuffer::new();
-    seed_routing.set_auto_stage_max_bytes(cuda_staging::DEFAULT_AUTO_STAGE_MAX_BYTES);
-    assert!(
-        !seed_routing.driver_after_gap(),
-        "seed routing stages up to its bound"
-    );
+    off.set_config(StagingConfig {
+        driver_after_gap: false,
+        ..off.config()
+    })
+    .expect("set_config");
+    assert!(!off.config().driver_after_gap);
     let mut low_latency = StagingBuffer::new();
-    low_latency.set_low_latency(true);
+    low_latency
+        .set_config(StagingConfig {
+            low_latency: true,
+            ..low_latency.config()
+        })
+        .expect("set_config");
     for (label, staging) in [
         ("switched off", &mut off),
-        ("seed routing", &mut seed_routing),
         ("low latency", &mut low_latency),
     ] {
         let s = seed();
@@ -288,7 +290,12 @@ fn the_rule_is_off_when_switched_off_with_seed_routing_and_in_low_latency_mode()
             );
         }
     }
-    low_latency.set_low_latency(false);
+    low_latency
+        .set_config(StagingConfig {
+            low_latency: false,
+            ..low_latency.config()
+        })
+        .expect("set_config");
 }
 
 #[test]

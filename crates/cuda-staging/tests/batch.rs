@@ -15,6 +15,7 @@
 
 mod common;
 
+use cuda_staging::StagingConfig;
 use std::fmt::Debug;
 
 use common::*;
@@ -209,8 +210,13 @@ impl Outputs {
 fn download_four(batch_api: bool) {
     let (_ctx, stream) = gpu();
     let mut staging = staged_buffer();
-    staging.set_batch_api(batch_api);
-    assert_eq!(staging.batch_api(), batch_api);
+    staging
+        .set_config(StagingConfig {
+            batch_api,
+            ..staging.config()
+        })
+        .expect("set_config");
+    assert_eq!(staging.config().batch_api, batch_api);
     let mut out = Outputs::new();
     let rounds = 3;
     for round in 0..rounds {
@@ -323,7 +329,12 @@ fn the_ring_downloads_a_batch_for_one_ticket() {
 fn upload_three(batch_api: bool) {
     let (_ctx, stream) = gpu();
     let mut staging = staged_buffer();
-    staging.set_batch_api(batch_api);
+    staging
+        .set_config(StagingConfig {
+            batch_api,
+            ..staging.config()
+        })
+        .expect("set_config");
     // Parts of whole multiples of 256 bytes but the last: no gaps in the region.
     let (n_i, n_f, n_d) = (1024, 150_528 / 4, 777);
     let s_rest = [seed(), seed(), seed()];
@@ -419,7 +430,12 @@ fn a_batch_download_sees_work_queued_before_it() {
     let n = 150_528 / 4;
     for (round, batch_api) in [(0, true), (1, false), (2, true)] {
         let mut staging = StagingBuffer::with_capacity(MIB).unwrap();
-        staging.set_batch_api(batch_api);
+        staging
+            .set_config(StagingConfig {
+                batch_api,
+                ..staging.config()
+            })
+            .expect("set_config");
         let (s_old, s_new, bits) = (seed(), seed(), 0xC3C3_0000 | (seed() as u32 & 0xFFFF));
         let mut copied = device_with::<f32>(n, s_old);
         let mut set = device_with::<u32>(n, s_old);
@@ -467,7 +483,12 @@ fn a_batch_upload_lands_after_work_queued_before_it() {
     for batch_api in [true, false] {
         // Pinned beforehand, so the batch is queued while the work before it still runs.
         let mut staging = StagingBuffer::with_capacity(MIB).unwrap();
-        staging.set_batch_api(batch_api);
+        staging
+            .set_config(StagingConfig {
+                batch_api,
+                ..staging.config()
+            })
+            .expect("set_config");
         let len = 4 * MIB;
         let (n_a, n_b) = (150_528 / 4, 1000);
         let (s_a, s_b) = (seed(), seed());
@@ -528,7 +549,12 @@ fn a_17th_part_is_refused_and_the_16_go_through() {
         "unchanged"
     );
     for batch_api in [true, false] {
-        staging.set_batch_api(batch_api);
+        staging
+            .set_config(StagingConfig {
+                batch_api,
+                ..staging.config()
+            })
+            .expect("set_config");
         let landed = staging.download_batch(&batch, &stream).unwrap();
         for (i, &p) in parts.iter().enumerate() {
             check(&format_args!("part {i}"), landed.get(p).unwrap(), s);
@@ -791,7 +817,12 @@ fn odd_sizes(staging: &mut StagingBuffer, ring: &mut StagingRing, stream: &Strea
         );
     };
     for batch_api in [true, false] {
-        staging.set_batch_api(batch_api);
+        staging
+            .set_config(StagingConfig {
+                batch_api,
+                ..staging.config()
+            })
+            .expect("set_config");
         check_parts("staging", &staging.download_batch(&batch, stream).unwrap());
     }
     let t = ring.download_batch(&batch, stream).unwrap();
@@ -902,7 +933,12 @@ fn check_view_parts(what: &str, landed: &Landed<'_>, p: &ViewParts, seeds: (u64,
 fn views_download(batch_api: bool) {
     let (_ctx, stream) = gpu();
     let mut staging = staged_buffer();
-    staging.set_batch_api(batch_api);
+    staging
+        .set_config(StagingConfig {
+            batch_api,
+            ..staging.config()
+        })
+        .expect("set_config");
     let mut ring = StagingRing::new();
     let (s_t, s_b) = (seed(), seed());
     let tensor = device_with::<f32>(4 * FRAME, s_t);
@@ -974,7 +1010,12 @@ fn views_at_offsets_download_as_one_copy_per_part_without_the_batch_api() {
 fn views_upload(batch_api: bool) {
     let (_ctx, stream) = gpu();
     let mut staging = staged_buffer();
-    staging.set_batch_api(batch_api);
+    staging
+        .set_config(StagingConfig {
+            batch_api,
+            ..staging.config()
+        })
+        .expect("set_config");
     let (s_a, s_b) = (seed(), seed());
     let mut tensor = device_with::<f32>(4 * FRAME, s_a);
     let mut bytes = device_with::<u8>(10_000, s_b);

@@ -18,6 +18,7 @@
 mod common;
 
 use common::*;
+use cuda_staging::StagingConfig;
 use cuda_staging::{
     pool_threads, pool_threads_started, Context, DeviceBuffer, DownloadBatch, StagingBuffer,
     StagingRing, StagingStats, Stream, UploadBatch,
@@ -439,7 +440,12 @@ fn copy_in_rounds(ordinal: usize, together: &Lockstep, rounds: usize) -> Staging
     let (_ctx, stream) = gpu_at(ordinal);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut staging = staged_buffer();
-    staging.set_copy_threads(cuda_staging::default_copy_threads().max(2));
+    staging
+        .set_config(StagingConfig {
+            copy_threads: cuda_staging::default_copy_threads().max(2),
+            ..staging.config()
+        })
+        .expect("set_config");
     let mut devs: Vec<DeviceBuffer<u32>> = POOL_SIZES_BYTES
         .iter()
         .map(|&b| DeviceBuffer::alloc(b / 4).expect("DeviceBuffer::alloc"))

@@ -102,18 +102,18 @@ fn checks_without_devices() {
         }
     }
 
+    // With no context current, a reservation waits for the first transfer (which
+    // needs a stream, so a device): nothing is pinned, no error yet.
     let mut staging = StagingBuffer::new();
     assert_eq!(staging.capacity(), 0);
     let r = StagingBuffer::with_capacity(4096);
     println!("StagingBuffer::with_capacity(4096): {r:?}");
-    let e = r.expect_err("StagingBuffer::with_capacity(4096) without a device must fail");
-    assert!(is_no_context_or_driver_error(&e), "{e:?}");
-    let e = staging
+    let s = r.expect("StagingBuffer::with_capacity(4096) with no context defers");
+    assert_eq!(s.capacity(), 0);
+    staging
         .reserve(4096)
-        .expect_err("StagingBuffer::reserve(4096) without a device must fail");
-    println!("StagingBuffer::reserve(4096): {e}");
-    assert!(is_no_context_or_driver_error(&e), "{e:?}");
-    assert_eq!(staging.capacity(), 0, "a failed reserve changes nothing");
+        .expect("StagingBuffer::reserve(4096) with no context defers");
+    assert_eq!(staging.capacity(), 0, "nothing pinned");
     assert_eq!(staging.stats().allocations, 0);
 
     let r = DeviceBuffer::<u8>::alloc(16);

@@ -25,6 +25,7 @@
 
 mod common;
 
+use cuda_staging::StagingConfig;
 use std::mem::size_of;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -96,12 +97,36 @@ enum Setup {
 impl Setup {
     fn buffer(self) -> StagingBuffer {
         let mut s = staged_buffer();
-        s.set_copy_threads(default_copy_threads().max(2));
+        s.set_config(StagingConfig {
+            copy_threads: default_copy_threads().max(2),
+            ..s.config()
+        })
+        .expect("set_config");
         match self {
-            Setup::AllHelpers | Setup::PoolOff => s.set_copy_threads(pool_threads().max(1) + 1),
-            Setup::OneHelper => s.set_copy_threads(2),
-            Setup::OneThread => s.set_copy_threads(1),
-            Setup::Chunks64K => s.set_pipeline_chunk_bytes(64 * KIB),
+            Setup::AllHelpers | Setup::PoolOff => s
+                .set_config(StagingConfig {
+                    copy_threads: pool_threads().max(1) + 1,
+                    ..s.config()
+                })
+                .expect("set_config"),
+            Setup::OneHelper => s
+                .set_config(StagingConfig {
+                    copy_threads: 2,
+                    ..s.config()
+                })
+                .expect("set_config"),
+            Setup::OneThread => s
+                .set_config(StagingConfig {
+                    copy_threads: 1,
+                    ..s.config()
+                })
+                .expect("set_config"),
+            Setup::Chunks64K => s
+                .set_config(StagingConfig {
+                    pipeline_chunk_bytes: 64 * KIB,
+                    ..s.config()
+                })
+                .expect("set_config"),
         }
         s
     }
@@ -343,12 +368,22 @@ fn low_latency_keeps_helpers_spinning_until_turned_off() {
     let _one_at_a_time = serial();
     let (_ctx, stream) = gpu();
     let mut staging = staged_buffer();
-    staging.set_copy_threads(default_copy_threads().max(2));
+    staging
+        .set_config(StagingConfig {
+            copy_threads: default_copy_threads().max(2),
+            ..staging.config()
+        })
+        .expect("set_config");
     // 150528 B frames: each uses one helper when hot.
     let mut dev = DeviceBuffer::<f32>::alloc(150_528 / 4).expect("alloc");
 
-    staging.set_low_latency(true);
-    assert!(staging.low_latency());
+    staging
+        .set_config(StagingConfig {
+            low_latency: true,
+            ..staging.config()
+        })
+        .expect("set_config");
+    assert!(staging.config().low_latency);
     for f in 0..40 {
         std::thread::sleep(Duration::from_millis(3));
         frame(
@@ -369,8 +404,13 @@ fn low_latency_keeps_helpers_spinning_until_turned_off() {
 
     // Off: the helpers park again (after at most the 100 ms they were kept hot for),
     // and transfers still work, from parked workers.
-    staging.set_low_latency(false);
-    assert!(!staging.low_latency());
+    staging
+        .set_config(StagingConfig {
+            low_latency: false,
+            ..staging.config()
+        })
+        .expect("set_config");
+    assert!(!staging.config().low_latency);
     let t = Instant::now();
     wait_until_workers_parked();
     eprintln!(
@@ -389,7 +429,12 @@ fn low_latency_keeps_helpers_spinning_until_turned_off() {
         );
     }
     // And on again, back to back.
-    staging.set_low_latency(true);
+    staging
+        .set_config(StagingConfig {
+            low_latency: true,
+            ..staging.config()
+        })
+        .expect("set_config");
     for f in 0..20 {
         frame(
             &mut staging,
@@ -398,7 +443,12 @@ fn low_latency_keeps_helpers_spinning_until_turned_off() {
             &format!("low latency on again, frame {f}"),
         );
     }
-    staging.set_low_latency(false);
+    staging
+        .set_config(StagingConfig {
+            low_latency: false,
+            ..staging.config()
+        })
+        .expect("set_config");
     assert_eq!(staging.stats().staged_transfers, 2 * 70);
 }
 
@@ -422,7 +472,12 @@ fn one_piece_downloads_behind_queued_work_copy_what_landed() {
         let mut next = DeviceBuffer::<f32>::alloc(n).expect("alloc");
         let mut host = vec![0f32; n];
         for round in 0..8 {
-            staging.set_low_latency(round % 2 == 0);
+            staging
+                .set_config(StagingConfig {
+                    low_latency: round % 2 == 0,
+                    ..staging.config()
+                })
+                .expect("set_config");
             let s = seed();
             set_device(&mut next, s);
             // `dev` changes only on the stream, behind the busy work.
@@ -435,5 +490,10 @@ fn one_piece_downloads_behind_queued_work_copy_what_landed() {
             check(&what, &host, s);
         }
     }
-    staging.set_low_latency(false);
+    staging
+        .set_config(StagingConfig {
+            low_latency: false,
+            ..staging.config()
+        })
+        .expect("set_config");
 }

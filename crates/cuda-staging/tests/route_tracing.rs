@@ -18,6 +18,7 @@ mod common;
 mod spans;
 
 use common::*;
+use cuda_staging::StagingConfig;
 use cuda_staging::{
     DeviceBuffer, DownloadBatch, PinnedBuffer, PitchedBuffer, StagingBuffer, StagingRing,
     UploadBatch,
@@ -84,7 +85,12 @@ fn an_upload_of_150528_bytes_in_one_piece_is_staged() {
     let mut staging = staged_buffer();
     // One chunk larger than the transfer: staged in one piece whether or not the
     // pool's helpers take part (without them the automatic plan cuts it in two).
-    staging.set_pipeline_chunk_bytes(1 << 20);
+    staging
+        .set_config(StagingConfig {
+            pipeline_chunk_bytes: 1 << 20,
+            ..staging.config()
+        })
+        .expect("set_config");
     let seed = seed();
     let src = pattern::<f32>(SMALL / F32, seed);
     let mut dev = DeviceBuffer::<f32>::alloc(SMALL / F32).expect("alloc");
@@ -96,7 +102,7 @@ fn an_upload_of_150528_bytes_in_one_piece_is_staged() {
     assert_eq!(span.u64("chunks"), Some(1), "{span:?}");
     let threads = copy_threads(&span);
     assert!(
-        (1..=staging.copy_threads() as u64).contains(&threads),
+        (1..=staging.config().copy_threads as u64).contains(&threads),
         "{span:?}"
     );
     assert_eq!(staging.stats().staged_transfers, 1);
@@ -120,7 +126,7 @@ fn a_download_of_4915200_bytes_is_pipelined() {
     assert!(chunks >= 2, "cut into chunks: {span:?}");
     let threads = copy_threads(&span);
     assert!(
-        (1..=staging.copy_threads() as u64).contains(&threads),
+        (1..=staging.config().copy_threads as u64).contains(&threads),
         "{span:?}"
     );
     assert_eq!(staging.stats().staged_transfers, 1);

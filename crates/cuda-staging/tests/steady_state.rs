@@ -22,6 +22,7 @@
 mod common;
 mod counting_alloc;
 
+use cuda_staging::StagingConfig;
 use std::hint::black_box;
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
@@ -320,21 +321,38 @@ fn check_last_pass<T: Pattern>(c: &Case<T>) {
 /// the core count).
 fn staging_buffer() -> StagingBuffer {
     let mut staging = staged_buffer();
-    staging.set_copy_threads(default_copy_threads().max(2));
+    staging
+        .set_config(StagingConfig {
+            copy_threads: default_copy_threads().max(2),
+            ..staging.config()
+        })
+        .expect("set_config");
     let largest = U8_BYTES[2];
     assert!(largest > PIPELINE_WINDOW_BYTES);
     assert!(
-        staging.stages(Direction::HostToDevice, largest)
-            && staging.stages(Direction::DeviceToHost, largest),
+        staging.config().stages(Direction::HostToDevice, largest)
+            && staging.config().stages(Direction::DeviceToHost, largest),
         "default routing must stage {largest} B both ways for the ring path to run \
          (routing changed? stage_min {:?}, stage_max {:?})",
         [
-            staging.stage_min_bytes(Direction::HostToDevice),
-            staging.stage_min_bytes(Direction::DeviceToHost)
+            staging
+                .config()
+                .stage_min_bytes
+                .get(Direction::HostToDevice),
+            staging
+                .config()
+                .stage_min_bytes
+                .get(Direction::DeviceToHost)
         ],
         [
-            staging.stage_max_bytes(Direction::HostToDevice),
-            staging.stage_max_bytes(Direction::DeviceToHost)
+            staging
+                .config()
+                .stage_max_bytes
+                .get(Direction::HostToDevice),
+            staging
+                .config()
+                .stage_max_bytes
+                .get(Direction::DeviceToHost)
         ],
     );
     staging

@@ -17,6 +17,7 @@
 mod common;
 mod counting_alloc;
 
+use cuda_staging::StagingConfig;
 use std::hint::black_box;
 
 use common::*;
@@ -174,7 +175,12 @@ fn steady_2d_transfers_allocate_nothing_and_start_no_thread() {
         .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
     let stream = Stream::new(&ctx).expect("Stream::new");
     let mut staging = staged_buffer();
-    staging.set_copy_threads(2);
+    staging
+        .set_config(StagingConfig {
+            copy_threads: 2,
+            ..staging.config()
+        })
+        .expect("set_config");
     let mut ring = StagingRing::new();
     let mut frames = Frames::new();
 

@@ -14,6 +14,7 @@
 
 mod common;
 
+use cuda_staging::StagingConfig;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -142,8 +143,13 @@ fn staging_calls_behind_long_work_sleep_unless_told_to_spin_and_deliver_the_data
     for bytes in [150_528usize, 4_915_200] {
         for policy in POLICIES {
             let mut staging = staged_buffer();
-            staging.set_wait_policy(policy);
-            assert_eq!(staging.wait_policy(), policy);
+            staging
+                .set_config(StagingConfig {
+                    wait_policy: policy,
+                    ..staging.config()
+                })
+                .expect("set_config");
+            assert_eq!(staging.config().wait_policy, policy);
             // Pinned before anything is measured: pinning 4915200 B took milliseconds
             // of CPU of its own inside the first measured wait.
             staging.reserve(bytes).expect("reserve");
@@ -236,10 +242,19 @@ fn a_transfer_with_nothing_ahead_of_it_is_not_slowed_by_the_default_wait() {
     let bytes = 4_915_200;
     let mut dev = DeviceBuffer::<u8>::alloc(bytes).expect("alloc");
     let mut spin = StagingBuffer::new();
-    spin.set_wait_policy(WaitPolicy::Spin);
+    spin.set_config(StagingConfig {
+        wait_policy: WaitPolicy::Spin,
+        ..spin.config()
+    })
+    .expect("set_config");
     let mut hybrid = StagingBuffer::new();
     let mut block = StagingBuffer::new();
-    block.set_wait_policy(WaitPolicy::Block);
+    block
+        .set_config(StagingConfig {
+            wait_policy: WaitPolicy::Block,
+            ..block.config()
+        })
+        .expect("set_config");
     let mut times = [Vec::new(), Vec::new(), Vec::new()];
     for _ in 0..60 {
         for (k, staging) in [&mut spin, &mut hybrid, &mut block].into_iter().enumerate() {
@@ -268,5 +283,56 @@ fn a_transfer_with_nothing_ahead_of_it_is_not_slowed_by_the_default_wait() {
             staging.download_into(&dev, bytes, &stream).unwrap(),
             seed,
         );
+    }
+}
+
+/// The driver's pageable copy waits for its stream inside the call, spinning,
+/// whatever the buffer's policy says. A transfer handed to it must still wait as
+/// the policy says: a default buffer's download of 4915200 B after a 5 ms gap
+/// (paced, so it goes to the driver's copy), and one sent there by its routing
+/// bound, each behind about 20 ms of GPU work, spend at most 30% of the wait in CPU.
+/// The data lands either way. (Which route the paced one takes depends on timing;
+/// the bound one's does not, and it is counted as a direct transfer.)
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_download_handed_to_the_driver_behind_long_work_sleeps() {
+    let _serial = serial();
+    let (_ctx, stream) = gpu();
+    let mut busy = Busy::new();
+    let bytes = 4_915_200;
+    let mut dev = DeviceBuffer::<u8>::alloc(bytes).expect("alloc");
+    let mut host = vec![0u8; bytes];
+    let mut bound = StagingBuffer::new();
+    bound.set_auto_stage_max_bytes(bytes - 1);
+    for (what, staging) in [
+        (
+            "a default buffer's download after a 5 ms gap",
+            StagingBuffer::new(),
+        ),
+        ("a download past the buffer's stage_max_bytes", bound),
+    ] {
+        let mut staging = staging;
+        // One transfer first, then the gap: the next one is paced.
+        staging.download(&mut host, &dev, &stream).expect(what);
+        std::thread::sleep(Duration::from_millis(5));
+        let direct = staging.stats().direct_transfers;
+        let s = seed();
+        set_device(&mut dev, s);
+        let (wall, cpu) = behind_long_work(what, &mut busy, &stream, || {
+            staging.download(&mut host, &dev, &stream).expect(what)
+        });
+        assert!(
+            cpu * 10 <= wall * 3,
+            "{what}: {cpu:?} of CPU over a {wall:?} wait, more than 30%"
+        );
+        check(what, &host, s);
+        if staging
+            .config()
+            .stage_max_bytes
+            .get(cuda_staging::Direction::DeviceToHost)
+            < bytes
+        {
+            assert_eq!(staging.stats().direct_transfers, direct + 1, "{what}");
+        }
     }
 }

@@ -91,7 +91,7 @@ pub fn pool_threads_started() -> usize {
 /// threads parked. Returns the size set. Overrides [`COPY_THREADS_ENV`].
 ///
 /// Each buffer still splits a copy over at most
-/// [`StagingBuffer::copy_threads`](crate::StagingBuffer::copy_threads) threads,
+/// [`StagingConfig::copy_threads`](crate::StagingConfig::copy_threads) threads,
 /// its caller included.
 pub fn set_copy_pool_threads(threads: usize) -> usize {
     let n = threads.min(MAX_POOL_THREADS);

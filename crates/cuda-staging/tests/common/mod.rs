@@ -6,6 +6,7 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+use cuda_staging::StagingConfig;
 use std::fmt::{Debug, Display};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -30,9 +31,26 @@ pub fn gpu() -> (Context, Stream) {
 /// driver's path; the tests of the staged path must not depend on how fast the test
 /// itself runs between two transfers (compute-sanitizer slows it by far more than
 /// that). `after_gap.rs` tests the default.
+/// A buffer with the seed's routing: every pageable size up to `max` staged, larger
+/// ones to the driver's pageable path, whatever the gap before them (no lower bound,
+/// no rule after a gap).
+pub fn seed_routing(max: usize) -> StagingBuffer {
+    StagingBuffer::with_config(StagingConfig {
+        stage_min_bytes: cuda_staging::PerDirection::both(0),
+        stage_max_bytes: cuda_staging::PerDirection::both(max),
+        driver_after_gap: false,
+        ..StagingConfig::default()
+    })
+    .expect("with_config")
+}
+
 pub fn staged_buffer() -> StagingBuffer {
     let mut s = StagingBuffer::new();
-    s.set_driver_after_gap(false);
+    s.set_config(StagingConfig {
+        driver_after_gap: false,
+        ..s.config()
+    })
+    .expect("set_config");
     s
 }
 

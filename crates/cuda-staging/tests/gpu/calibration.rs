@@ -48,7 +48,7 @@ fn calibrate_measures_both_directions_and_keeps_counters() {
                 || samples.iter().any(|s| s.bytes == threshold),
             "{direction:?}: threshold {threshold} is none of MAX, 0 or a timed size"
         );
-        assert_eq!(staging.stage_max_bytes(direction), threshold);
+        assert_eq!(staging.config().stage_max_bytes.get(direction), threshold);
         let lower = match direction {
             Direction::HostToDevice => cal.upload_stage_min_bytes,
             Direction::DeviceToHost => cal.download_stage_min_bytes,
@@ -61,7 +61,7 @@ fn calibrate_measures_both_directions_and_keeps_counters() {
             lower <= threshold,
             "{direction:?}: bounds {lower}..={threshold}"
         );
-        assert_eq!(staging.stage_min_bytes(direction), lower);
+        assert_eq!(staging.config().stage_min_bytes.get(direction), lower);
     }
 
     let after = staging.stats();

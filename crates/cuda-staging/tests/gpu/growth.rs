@@ -2,6 +2,7 @@
 //! and the convenience path streams through its bounded window.
 
 use super::*;
+use cuda_staging::StagingConfig;
 
 /// One frame over the seed's three shapes: `upload_with` into each, then
 /// `download_into` each, in the same order. Every upload overwrites the pinned bytes
@@ -92,7 +93,12 @@ fn largest_shape_first_or_with_capacity_allocates_once() {
 
     // with_capacity(largest) then the loop: exactly one allocation, ever.
     let mut staging = StagingBuffer::with_capacity(4_915_200).expect("with_capacity");
-    staging.set_driver_after_gap(false);
+    staging
+        .set_config(StagingConfig {
+            driver_after_gap: false,
+            ..staging.config()
+        })
+        .expect("set_config");
     assert_eq!(staging.stats().allocations, 1);
     let cap = staging.capacity();
     assert!(cap >= 4_915_200);
@@ -109,6 +115,52 @@ fn largest_shape_first_or_with_capacity_allocates_once() {
         seed_frame(&mut staging, &mut devs, &stream, frame);
     }
     assert_eq!(staging.stats().allocations, 1);
+}
+
+/// `with_capacity` and `reserve` on a thread that never made a context current (a
+/// buffer set up before the thread uses the GPU): no error, nothing pinned yet, and
+/// the reservation is pinned at the first transfer, in one allocation, so the loop
+/// after it allocates nothing. `shrink_to_fit` drops a reservation not yet pinned.
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn reserving_before_any_context_is_current_pins_at_the_first_transfer() {
+    let (ctx, _stream) = gpu();
+    std::thread::spawn(move || {
+        let mut staging = StagingBuffer::with_capacity(4_915_200)
+            .expect("with_capacity on a thread with no context current");
+        staging.reserve(1 << 20).expect("reserve, smaller");
+        assert_eq!(staging.capacity(), 0, "nothing pinned without a context");
+        assert_eq!(staging.stats().allocations, 0);
+        let mut dropped = StagingBuffer::new();
+        dropped.reserve(64 << 20).expect("reserve");
+        dropped.shrink_to_fit();
+
+        ctx.bind_to_thread().expect("bind_to_thread");
+        let stream = Stream::new(&ctx).expect("Stream::new");
+        let mut devs = seed_shape_buffers();
+        let n = devs[0].len();
+        staging
+            .upload_with(&mut devs[0], n, &stream, |d| fill_pattern(d, 1))
+            .expect("first upload_with");
+        let cap = staging.capacity();
+        assert!(cap >= 4_915_200, "the reservation was pinned: {cap} B");
+        assert_eq!(staging.stats().allocations, 1);
+        for frame in 0..5 {
+            seed_frame(&mut staging, &mut devs, &stream, frame);
+        }
+        assert_eq!(staging.stats().allocations, 1, "nothing more pinned");
+        assert_eq!(staging.capacity(), cap);
+
+        dropped
+            .upload_with(&mut devs[0], n, &stream, |d| fill_pattern(d, 2))
+            .expect("upload_with after a dropped reservation");
+        assert!(
+            dropped.capacity() < 64 << 20,
+            "the dropped reservation stays dropped"
+        );
+    })
+    .join()
+    .expect("the test's thread");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! chunk boundary, with one to four copy threads, and from unaligned host slices.
 
 use super::*;
+use cuda_staging::StagingConfig;
 
 // ---------------------------------------------------------------------------------
 // data integrity of every method, every size, four element types
@@ -29,8 +30,7 @@ fn integrity<T: Pattern>() {
     let mut fast = staged_buffer();
     let mut stage_all = staged_buffer();
     assert_eq!(stage_all.auto_stage_max_bytes(), usize::MAX);
-    let mut seed_routing = staged_buffer();
-    seed_routing.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES);
+    let mut seed_routing = common::seed_routing(DEFAULT_AUTO_STAGE_MAX_BYTES);
     assert_eq!(
         seed_routing.auto_stage_max_bytes(),
         DEFAULT_AUTO_STAGE_MAX_BYTES
@@ -84,12 +84,12 @@ fn integrity<T: Pattern>() {
             ("default routing", &mut stage_all),
             ("512 KiB routing", &mut seed_routing),
         ] {
-            let route_up = if staging.stages(Direction::HostToDevice, nbytes) {
+            let route_up = if staging.config().stages(Direction::HostToDevice, nbytes) {
                 Route::Staged
             } else {
                 Route::Direct
             };
-            let route_down = if staging.stages(Direction::DeviceToHost, nbytes) {
+            let route_down = if staging.config().stages(Direction::DeviceToHost, nbytes) {
                 Route::Staged
             } else {
                 Route::Direct
@@ -204,23 +204,70 @@ fn chunk_boundaries(threads: usize, chunk: usize) {
     // One buffer reused over growing sizes, and a fresh one per size (a window of
     // exactly the rounded size).
     let mut reused = staged_buffer();
-    reused.set_copy_threads(threads);
-    reused.set_pipeline_chunk_bytes(chunk);
-    assert_eq!(reused.copy_threads(), threads);
-    assert_eq!(reused.pipeline_chunk_bytes(), chunk);
+    reused
+        .set_config(StagingConfig {
+            copy_threads: threads,
+            ..reused.config()
+        })
+        .expect("set_config");
+    reused
+        .set_config(StagingConfig {
+            pipeline_chunk_bytes: chunk,
+            ..reused.config()
+        })
+        .expect("set_config");
+    assert_eq!(reused.config().copy_threads, threads);
+    assert_eq!(reused.config().pipeline_chunk_bytes, chunk);
     let mut fast = staged_buffer();
-    fast.set_copy_threads(threads);
+    fast.set_config(StagingConfig {
+        copy_threads: threads,
+        ..fast.config()
+    })
+    .expect("set_config");
     // Stage every size here, small uploads too: this test is about the copy paths.
-    reused.set_stage_min_bytes(Direction::HostToDevice, 0);
-    fast.set_stage_min_bytes(Direction::HostToDevice, 0);
+    reused
+        .set_config(StagingConfig {
+            stage_min_bytes: reused
+                .config()
+                .stage_min_bytes
+                .with(Direction::HostToDevice, 0),
+            ..reused.config()
+        })
+        .expect("set_config");
+    fast.set_config(StagingConfig {
+        stage_min_bytes: fast
+            .config()
+            .stage_min_bytes
+            .with(Direction::HostToDevice, 0),
+        ..fast.config()
+    })
+    .expect("set_config");
 
     for bytes in BOUNDARY_BYTES {
         let what = format!("{bytes} B, {threads} copy thread(s), chunk {chunk}");
         let mut dev = device_with::<u8>(bytes, seed());
         let mut fresh = staged_buffer();
-        fresh.set_copy_threads(threads);
-        fresh.set_pipeline_chunk_bytes(chunk);
-        fresh.set_stage_min_bytes(Direction::HostToDevice, 0);
+        fresh
+            .set_config(StagingConfig {
+                copy_threads: threads,
+                ..fresh.config()
+            })
+            .expect("set_config");
+        fresh
+            .set_config(StagingConfig {
+                pipeline_chunk_bytes: chunk,
+                ..fresh.config()
+            })
+            .expect("set_config");
+        fresh
+            .set_config(StagingConfig {
+                stage_min_bytes: fresh
+                    .config()
+                    .stage_min_bytes
+                    .with(Direction::HostToDevice, 0),
+                ..fresh.config()
+            })
+            .expect("set_config");
 
         for (which, staging) in [("reused", &mut reused), ("fresh", &mut fresh)] {
             let s = seed();
@@ -321,7 +368,12 @@ fn unaligned_host_slices_upload_and_download() {
     let (_ctx, stream) = gpu();
     for threads in [1, 4] {
         let mut staging = staged_buffer();
-        staging.set_copy_threads(threads);
+        staging
+            .set_config(StagingConfig {
+                copy_threads: threads,
+                ..staging.config()
+            })
+            .expect("set_config");
         for bytes in [
             4 * KIB + 3,
             150_528,

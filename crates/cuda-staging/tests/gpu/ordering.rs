@@ -2,6 +2,7 @@
 //! of every routing bound.
 
 use super::*;
+use cuda_staging::StagingConfig;
 
 #[derive(Clone, Copy, Debug)]
 enum OrderRoute {
@@ -26,10 +27,10 @@ fn download_sees_queued_work(route: OrderRoute, bytes: usize) {
     let (ctx, stream) = gpu();
     let what = format!("download {route:?} {bytes} B");
     let mut busy = Busy::new();
-    let mut staging = staged_buffer();
-    if let OrderRoute::Pageable = route {
-        staging.set_auto_stage_max_bytes(0);
-    }
+    let mut staging = match route {
+        OrderRoute::Pageable => seed_routing(0),
+        _ => staged_buffer(),
+    };
     // A warm-up so the measured call does not spend its time pinning.
     let mut dev = device_with::<u8>(bytes, seed());
     let mut warm = vec![0u8; bytes];
@@ -95,10 +96,10 @@ fn upload_lands_after_queued_work(route: OrderRoute, bytes: usize) {
     let (ctx, stream) = gpu();
     let what = format!("upload {route:?} {bytes} B");
     let mut busy = Busy::new();
-    let mut staging = staged_buffer();
-    if let OrderRoute::Pageable = route {
-        staging.set_auto_stage_max_bytes(0);
-    }
+    let mut staging = match route {
+        OrderRoute::Pageable => seed_routing(0),
+        _ => staged_buffer(),
+    };
     let mut dev = device_with::<u8>(bytes, seed());
     staging
         .upload(&mut dev, &pattern::<u8>(bytes, seed()), &stream)
@@ -214,8 +215,8 @@ enum Routing {
     /// `StagingBuffer::new()`: uploads under 32 KiB to the driver, the rest staged;
     /// uploads pipelined over 1 MiB, downloads over 256 KiB, through an 8 MiB window.
     Default,
-    /// `set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES)`: staged up to 512 KiB,
-    /// the driver above, both directions.
+    /// `seed_routing(DEFAULT_AUTO_STAGE_MAX_BYTES)`: staged up to 512 KiB, the driver
+    /// above, both directions.
     Seed,
     /// Default routing with `set_pipeline_chunk_bytes(64 KiB)`: every staged transfer
     /// over 64 KiB is pipelined, and past 512 KiB the 8 slots are reused.
@@ -284,15 +285,20 @@ fn ordering_on_both_sides_of_every_routing_bound() {
         let mut staging = staged_buffer();
         match routing {
             Routing::Default => {}
-            Routing::Seed => staging.set_auto_stage_max_bytes(DEFAULT_AUTO_STAGE_MAX_BYTES),
-            Routing::Chunk64K => staging.set_pipeline_chunk_bytes(64 * KIB),
+            Routing::Seed => staging = seed_routing(DEFAULT_AUTO_STAGE_MAX_BYTES),
+            Routing::Chunk64K => staging
+                .set_config(StagingConfig {
+                    pipeline_chunk_bytes: 64 * KIB,
+                    ..staging.config()
+                })
+                .expect("set_config"),
         }
         for direction in [Direction::HostToDevice, Direction::DeviceToHost] {
             for bytes in bound_sizes(routing, direction) {
                 let route = expected_route(routing, direction, bytes);
                 let what = format!("{routing:?} routing, {direction:?} {bytes} B ({route:?})");
                 assert_eq!(
-                    staging.stages(direction, bytes),
+                    staging.config().stages(direction, bytes),
                     route == Route::Staged,
                     "{what}: stages() disagrees with the documented rule"
                 );

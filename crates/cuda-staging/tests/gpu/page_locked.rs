@@ -3,14 +3,14 @@
 //! registration.
 
 use super::*;
+use cuda_staging::StagingConfig;
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn pinned_buffer_slices_are_dmad_directly() {
     let (_ctx, stream) = gpu();
     for threshold in [usize::MAX, DEFAULT_AUTO_STAGE_MAX_BYTES, 0] {
-        let mut staging = staged_buffer();
-        staging.set_auto_stage_max_bytes(threshold);
+        let mut staging = seed_routing(threshold);
         for bytes in [4, 150_528, 4_915_200, 17 * MIB] {
             let n = bytes / 4;
             let what = format!("PinnedBuffer<f32> x {n}, threshold {threshold}");
@@ -59,8 +59,7 @@ fn pinned_buffer_slices_are_dmad_directly() {
 fn host_registration_slices_are_dmad_directly() {
     let (ctx, stream) = gpu();
     for threshold in [usize::MAX, 0] {
-        let mut staging = staged_buffer();
-        staging.set_auto_stage_max_bytes(threshold);
+        let mut staging = seed_routing(threshold);
         for bytes in [150_528, 4_915_200] {
             let n = bytes / 4;
             let what = format!("HostRegistration<f32> x {n}, threshold {threshold}");
@@ -111,7 +110,15 @@ fn interior_slices_of_page_locked_memory_are_dmad_directly() {
     let (_ctx, stream) = gpu();
     let mut staging = staged_buffer();
     // 37 KB uploads would go to the driver by default; route them by source here.
-    staging.set_stage_min_bytes(Direction::HostToDevice, 0);
+    staging
+        .set_config(StagingConfig {
+            stage_min_bytes: staging
+                .config()
+                .stage_min_bytes
+                .with(Direction::HostToDevice, 0),
+            ..staging.config()
+        })
+        .expect("set_config");
     let n = 37_632;
     let mut host = PinnedBuffer::<u8>::alloc(n + 64).expect("PinnedBuffer::alloc");
     let mut dev = device_with::<u8>(n, seed());

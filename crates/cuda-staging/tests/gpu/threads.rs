@@ -2,6 +2,7 @@
 //! at the same time, and the copy pool staying bounded.
 
 use super::*;
+use cuda_staging::StagingConfig;
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
@@ -18,7 +19,12 @@ fn eight_threads_each_with_its_own_stream_and_buffer() {
                     let stream = Stream::new(&ctx).expect("Stream::new");
                     let mut staging = staged_buffer();
                     if t % 2 == 1 {
-                        staging.set_copy_threads(2);
+                        staging
+                            .set_config(StagingConfig {
+                                copy_threads: 2,
+                                ..staging.config()
+                            })
+                            .expect("set_config");
                     }
                     for iter in 0..50 {
                         let bytes = SIZES[(t + iter) % SIZES.len()];
@@ -176,7 +182,12 @@ fn two_buffers_transferring_at_the_same_time_both_land_intact() {
                         };
                         let who = format!("thread {t}, one stream: {one_stream}");
                         let mut staging = staged_buffer();
-                        staging.set_copy_threads(default_copy_threads().max(2));
+                        staging
+                            .set_config(StagingConfig {
+                                copy_threads: default_copy_threads().max(2),
+                                ..staging.config()
+                            })
+                            .expect("set_config");
                         if t == 0 {
                             round_trips_in_step::<u8>(
                                 &who,
@@ -222,7 +233,12 @@ fn copy_threads_stay_bounded_with_eight_concurrent_buffers() {
     let n = 4 * MIB;
     let mut dev = DeviceBuffer::<u8>::alloc(n).expect("alloc");
     let mut staging = staged_buffer();
-    staging.set_copy_threads(copy_threads);
+    staging
+        .set_config(StagingConfig {
+            copy_threads,
+            ..staging.config()
+        })
+        .expect("set_config");
     let s = seed();
     staging
         .upload(&mut dev, &pattern(n, s), &stream)
@@ -256,7 +272,12 @@ fn copy_threads_stay_bounded_with_eight_concurrent_buffers() {
                     let _member = together.member();
                     let stream = Stream::new(ctx).expect("Stream::new");
                     let mut staging = staged_buffer();
-                    staging.set_copy_threads(copy_threads);
+                    staging
+                        .set_config(StagingConfig {
+                            copy_threads,
+                            ..staging.config()
+                        })
+                        .expect("set_config");
                     round_trips_in_step::<u8>(
                         &format!("buffer {t} of 8"),
                         &mut staging,

@@ -2,6 +2,7 @@
 //! byte alone, and counts one staged transfer of the rows' bytes.
 
 use super::*;
+use cuda_staging::StagingConfig;
 
 /// One round of the four calls on one surface and host pitch: each moves a pattern
 /// of its own, checked row by row and padding byte by padding byte, and counted.
@@ -166,7 +167,12 @@ fn every_2d_call_moves_every_row_and_leaves_padding_rgb() {
 fn a_full_hd_rgb_frame_moves_whole_at_either_host_pitch() {
     let (_ctx, stream) = gpu();
     let mut staging = staged_buffer();
-    staging.set_copy_threads(4);
+    staging
+        .set_config(StagingConfig {
+            copy_threads: 4,
+            ..staging.config()
+        })
+        .expect("set_config");
     let mut pixels = Surface::<[u8; 3]>::new(Kind::Pitched, 1920, 1080, &stream);
     let mut bytes = Surface::<u8>::new(Kind::Pitched, 1920 * 3, 1080, &stream);
     for host_pitch in [5760, 5824] {

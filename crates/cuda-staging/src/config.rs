@@ -1,0 +1,304 @@
+//! [`StagingConfig`]: how a [`StagingBuffer`] routes, copies and waits, in one value,
+//! and the buffer's methods that read and set it.
+
+use cuda_core::{Error, Result, WaitPolicy};
+
+use crate::buffer::{default_copy_threads, MAX_COPY_THREADS};
+use crate::pipeline::PIPELINE_WINDOW_BYTES;
+use crate::routing::{Direction, PerDirection, DEFAULT_STAGE_MIN_BYTES};
+use crate::StagingBuffer;
+
+/// How a [`StagingBuffer`] routes, copies and waits. [`StagingConfig::default`] holds
+/// the measured choices; a program changes the fields it needs and hands the value to
+/// [`StagingBuffer::with_config`] or [`StagingBuffer::set_config`]:
+///
+/// ```
+/// use cuda_staging::{StagingBuffer, StagingConfig, WaitPolicy};
+///
+/// let staging = StagingBuffer::with_config(StagingConfig {
+///     wait_policy: WaitPolicy::Block,
+///     ..StagingConfig::default()
+/// })?;
+/// assert_eq!(staging.config().wait_policy, WaitPolicy::Block);
+/// # Ok::<(), cuda_staging::Error>(())
+/// ```
+///
+/// **Routing** (`upload` / `download`; the `_with` / `_into` calls and the 2-D ones
+/// always stage): a transfer below `stage_min_bytes` goes to the driver's own copy;
+/// otherwise page-locked host memory is DMA'd straight from or into; otherwise a
+/// transfer of at most `stage_max_bytes` is staged, unless `driver_after_gap` sends it
+/// to the driver, and a larger one goes to the driver's pageable path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagingConfig {
+    /// The lower routing bound of each direction: `upload` / `download` of fewer
+    /// bytes go to the driver's pageable path. Default
+    /// [`DEFAULT_STAGE_MIN_BYTES`](crate::DEFAULT_STAGE_MIN_BYTES): uploads from
+    /// 32 KiB, downloads from any size.
+    pub stage_min_bytes: PerDirection<usize>,
+    /// The upper routing bound of each direction: pageable transfers of more bytes go
+    /// to the driver's pageable path. Default: none (`usize::MAX`).
+    /// [`StagingBuffer::set_auto_stage_max_bytes`] sets both.
+    pub stage_max_bytes: PerDirection<usize>,
+    /// Whether a paced transfer goes to the driver's pageable path when the calling
+    /// thread would copy it alone (no pool helper would take part; not in low-latency
+    /// mode). Paced: it follows this buffer's previous transfer after a gap (200 µs or
+    /// more) or within a frame's few transfers, and is not one of a tight loop (five
+    /// or more back to back); never the buffer's first transfer, which pins its
+    /// memory. That is every such upload, and downloads over 512 KiB (outside tight
+    /// loops no download wakes a helper): there the driver's own chunked copy is as
+    /// fast as the caller's, and staging only adds the pinned round trip; smaller
+    /// downloads are faster staged. Off, every transfer the bounds stage is staged,
+    /// however long the gap before it. On by default.
+    pub driver_after_gap: bool,
+    /// How this buffer's calls wait for their transfers to land, on every route. The
+    /// default, [`WaitPolicy::default`], polls for [`crate::DEFAULT_SPIN`], then polls
+    /// with [`crate::POLL_SLEEP`] sleeps between, so a transfer queued behind a
+    /// model's run sleeps through the run instead of spinning a core; a transfer with
+    /// nothing queued ahead of it keeps a spinning wait's latency (a small one polls
+    /// for its own link time too, one of 400 KB and more keeps to the driver's
+    /// spinning wait). [`WaitPolicy::Spin`] spins through every wait (lowest latency,
+    /// a core busy while the GPU works); [`WaitPolicy::Block`] blocks in the driver at
+    /// once (the least CPU, and 100-180 µs of wake-up on every transfer on the H200
+    /// host).
+    pub wait_policy: WaitPolicy,
+    /// How many threads (the calling one included) share a large host copy, from 1
+    /// (every copy on the calling thread; the pool is not used) to
+    /// [`MAX_COPY_THREADS`]. Default [`default_copy_threads`]. The helpers come from
+    /// the process-wide pool ([`crate::pool_threads`] workers, started at the first
+    /// copy that wants them), which every buffer shares, so more buffers do not mean
+    /// more threads. Uploads copy in on at most 8 threads, and downloads of 8 MiB and
+    /// more copy out on at most 8: their copy-out reads memory rather than cache, and
+    /// more threads slowed the DMA they compete with on the 32-core H200 host (16 MiB:
+    /// 631 µs on 16 threads, 522 µs on 8).
+    pub copy_threads: usize,
+    /// The chunk size of pipelined `upload` / `download` transfers, rounded up to
+    /// 64 KiB, at most [`PIPELINE_WINDOW_BYTES`]. 0 (the default) picks per direction:
+    /// uploads over 1 MiB in about quarters (256 KiB to 2 MiB), downloads over
+    /// 512 KiB in about eighths (512 KiB to 2 MiB), and uploads of 64 KiB to 1 MiB in
+    /// halves when the copy threads are parked. With a size set, every staged
+    /// transfer larger than one chunk is pipelined.
+    pub pipeline_chunk_bytes: usize,
+    /// Low-latency mode, off by default: trades cores for latency. When on, every
+    /// transfer of this buffer leaves `copy_threads - 1` pool helpers spinning until
+    /// its next transfer, as long as transfers keep coming at least every 100 ms, so
+    /// no transfer finds them parked; and its copies use them as a tight loop would.
+    ///
+    /// **CPU cost:** while on and in use, one core per helper spins continuously
+    /// (three by default), whatever the frame rate. Switching it off lets every
+    /// helper park after its current linger.
+    pub low_latency: bool,
+    /// Whether batches ([`StagingBuffer::download_batch`],
+    /// [`StagingBuffer::upload_batch`]) go out as one `cuMemcpyBatchAsync` where the
+    /// driver has it (the default), or as one queued copy per part; both end with one
+    /// wait.
+    pub batch_api: bool,
+}
+
+impl Default for StagingConfig {
+    fn default() -> Self {
+        StagingConfig {
+            stage_min_bytes: DEFAULT_STAGE_MIN_BYTES,
+            stage_max_bytes: PerDirection::both(usize::MAX),
+            driver_after_gap: true,
+            wait_policy: WaitPolicy::default(),
+            copy_threads: default_copy_threads(),
+            pipeline_chunk_bytes: 0,
+            low_latency: false,
+            batch_api: true,
+        }
+    }
+}
+
+impl StagingConfig {
+    /// Whether `upload` (`HostToDevice`) or `download` (`DeviceToHost`) of `bytes`
+    /// from ordinary pageable memory is within the routing bounds (staged unless
+    /// `driver_after_gap` sends it to the driver) or handed to the driver's pageable
+    /// path (`false`). Page-locked memory at or above the lower bound is DMA'd
+    /// directly whatever this says.
+    pub fn stages(&self, direction: Direction, bytes: usize) -> bool {
+        crate::routing::within_bounds(self.stage_min_bytes, self.stage_max_bytes, direction, bytes)
+    }
+
+    /// `self` as a buffer keeps it: the chunk size rounded up to 64 KiB; an error that
+    /// names the field for a value no buffer can take.
+    fn checked(mut self, op: &'static str) -> Result<StagingConfig> {
+        if !(1..=MAX_COPY_THREADS).contains(&self.copy_threads) {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "copy_threads is {}; it must be from 1 (the calling thread alone) to {MAX_COPY_THREADS}",
+                    self.copy_threads
+                ),
+            });
+        }
+        if self.pipeline_chunk_bytes > PIPELINE_WINDOW_BYTES {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "pipeline_chunk_bytes is {}; it must be at most {PIPELINE_WINDOW_BYTES} (0: automatic)",
+                    self.pipeline_chunk_bytes
+                ),
+            });
+        }
+        self.pipeline_chunk_bytes = self
+            .pipeline_chunk_bytes
+            .next_multiple_of(crate::capacity::GROW_GRANULE_BYTES);
+        Ok(self)
+    }
+}
+
+impl StagingBuffer {
+    /// An empty staging buffer configured by `config`: pins nothing until the first
+    /// transfer needs it. Errors as [`StagingBuffer::set_config`].
+    pub fn with_config(config: StagingConfig) -> Result<StagingBuffer> {
+        let mut s = StagingBuffer::new();
+        s.set_config(config)?;
+        Ok(s)
+    }
+
+    /// How this buffer routes, copies and waits.
+    pub fn config(&self) -> StagingConfig {
+        StagingConfig {
+            stage_min_bytes: self.routing.min,
+            stage_max_bytes: self.routing.max,
+            driver_after_gap: self.routing.driver_after_gap,
+            wait_policy: self.wait,
+            copy_threads: self.copy_threads,
+            pipeline_chunk_bytes: self.chunk_bytes,
+            low_latency: self.low_latency,
+            batch_api: self.batch_api,
+        }
+    }
+
+    /// Configures this buffer from the next transfer on. A value no buffer can take
+    /// (`copy_threads` of 0 or past [`MAX_COPY_THREADS`], `pipeline_chunk_bytes` past
+    /// [`PIPELINE_WINDOW_BYTES`]) is [`Error::InvalidArgument`] naming the field, and
+    /// changes nothing. The chunk size is rounded up to 64 KiB. Switching
+    /// `low_latency` off lets the helpers it kept spinning park.
+    pub fn set_config(&mut self, config: StagingConfig) -> Result<()> {
+        let c = config.checked("StagingBuffer::set_config")?;
+        let cooling = self.low_latency && !c.low_latency;
+        self.routing.min = c.stage_min_bytes;
+        self.routing.max = c.stage_max_bytes;
+        self.routing.driver_after_gap = c.driver_after_gap;
+        self.wait = c.wait_policy;
+        self.copy_threads = c.copy_threads;
+        self.chunk_bytes = c.pipeline_chunk_bytes;
+        self.low_latency = c.low_latency;
+        self.batch_api = c.batch_api;
+        if cooling {
+            if let Some(pool) = crate::pool::existing() {
+                pool.cool();
+            }
+        }
+        Ok(())
+    }
+
+    /// The routing threshold of `upload` / `download`: transfers of at most this many
+    /// bytes are staged (within the other routing rules), larger ones go to the
+    /// driver's pageable path. When the two directions differ, the smaller.
+    pub fn auto_stage_max_bytes(&self) -> usize {
+        self.routing.max.upload.min(self.routing.max.download)
+    }
+
+    /// Sets the routing threshold of both directions
+    /// ([`StagingConfig::stage_max_bytes`]), and nothing else: transfers of more
+    /// bytes go to the driver's pageable path. `0` sends every non-empty convenience
+    /// transfer to the driver; `usize::MAX` (the default) sets no bound.
+    /// [`crate::DEFAULT_AUTO_STAGE_MAX_BYTES`] is the seed's 512 KiB.
+    pub fn set_auto_stage_max_bytes(&mut self, bytes: usize) {
+        self.routing.max = PerDirection::both(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_is_kept_as_given_and_a_bad_one_changes_nothing() {
+        let mut s = StagingBuffer::new();
+        assert_eq!(s.config(), StagingConfig::default());
+        let c = StagingConfig {
+            stage_min_bytes: PerDirection::both(7),
+            stage_max_bytes: PerDirection {
+                upload: 100,
+                download: 200,
+            },
+            driver_after_gap: false,
+            wait_policy: WaitPolicy::Block,
+            copy_threads: MAX_COPY_THREADS,
+            pipeline_chunk_bytes: 64 << 10,
+            low_latency: false,
+            batch_api: false,
+        };
+        s.set_config(c).unwrap();
+        assert_eq!(s.config(), c);
+        assert_eq!(s.auto_stage_max_bytes(), 100);
+        for bad in [
+            StagingConfig {
+                copy_threads: 0,
+                ..StagingConfig::default()
+            },
+            StagingConfig {
+                copy_threads: MAX_COPY_THREADS + 1,
+                ..StagingConfig::default()
+            },
+            StagingConfig {
+                pipeline_chunk_bytes: PIPELINE_WINDOW_BYTES + 1,
+                ..StagingConfig::default()
+            },
+        ] {
+            let e = s.set_config(bad).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::InvalidArgument {
+                        op: "StagingBuffer::set_config",
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+            assert_eq!(s.config(), c, "a refused config changes nothing");
+        }
+    }
+
+    #[test]
+    fn chunk_sizes_round_up_to_the_granule_and_stop_at_the_window() {
+        let mut s = StagingBuffer::new();
+        for (asked, kept) in [
+            (1, 64 << 10),
+            (PIPELINE_WINDOW_BYTES, PIPELINE_WINDOW_BYTES),
+            (0, 0),
+        ] {
+            s.set_config(StagingConfig {
+                pipeline_chunk_bytes: asked,
+                ..s.config()
+            })
+            .unwrap();
+            assert_eq!(s.config().pipeline_chunk_bytes, kept, "{asked}");
+        }
+    }
+
+    #[test]
+    fn the_seed_s_threshold_sets_the_upper_bounds_alone() {
+        let mut s = StagingBuffer::new();
+        s.set_auto_stage_max_bytes(crate::DEFAULT_AUTO_STAGE_MAX_BYTES);
+        assert_eq!(s.auto_stage_max_bytes(), 512 * 1024);
+        let c = s.config();
+        assert_eq!(c.stage_max_bytes, PerDirection::both(512 * 1024));
+        assert_eq!(
+            StagingConfig {
+                stage_max_bytes: PerDirection::both(usize::MAX),
+                ..c
+            },
+            StagingConfig::default(),
+            "nothing else changed"
+        );
+        assert!(!c.stages(Direction::HostToDevice, (32 << 10) - 1));
+        assert!(c.stages(Direction::HostToDevice, 32 << 10));
+        assert!(c.stages(Direction::DeviceToHost, 512 * 1024));
+        assert!(!c.stages(Direction::DeviceToHost, 512 * 1024 + 1));
+    }
+}

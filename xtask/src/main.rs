@@ -20,6 +20,7 @@ mod bench;
 mod candle;
 mod cargo_util;
 mod msrv;
+mod mutants;
 mod probe;
 mod render;
 mod test_gpu;
@@ -75,6 +76,10 @@ enum Command {
     /// Build the candle example (examples/candle) and run it here, or bundle it for a
     /// GPU machine.
     Candle(candle::Args),
+    /// Run cargo-mutants on the code that keeps transfers safe, against the CPU tests
+    /// and the GPU suite on the simulated driver (installed with `cargo install
+    /// cargo-mutants --version 27.1.0 --locked`).
+    Mutants(mutants::Args),
 }
 
 fn main() -> ExitCode {
@@ -86,6 +91,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Msrv(args) => msrv::run(&args),
         Command::Candle(args) => candle::run(&args),
+        Command::Mutants(args) => mutants::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

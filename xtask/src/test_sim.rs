@@ -123,7 +123,7 @@ pub const LEAKS_BY_DESIGN: &[LeaksByDesign] = &[
 ];
 
 /// How the simulator is found: the library, and the folder with its libcuda names.
-struct Driver {
+pub(crate) struct Driver {
     library: PathBuf,
     folder: PathBuf,
 }
@@ -131,7 +131,11 @@ struct Driver {
 /// Builds the simulator and links the names libcuda is opened by to it. With entry
 /// points to `hide`, a copy of it that lacks them ([`hide::hide`]), in a folder of
 /// its own, is linked instead.
-fn build_simulator(sh: &xshell::Shell, meta: &Metadata, hidden: &[String]) -> Result<Driver> {
+pub(crate) fn build_simulator(
+    sh: &xshell::Shell,
+    meta: &Metadata,
+    hidden: &[String],
+) -> Result<Driver> {
     cargo_util::cargo(sh)
         .args(["build", "--release", "-p", "cuda-sim"])
         .run()
@@ -190,6 +194,17 @@ fn left_out_of(target: &str) -> impl Iterator<Item = &'static LeftOut> + '_ {
 
 /// The environment every executable runs with: the simulator, its settings.
 fn environment(driver: &Driver, args: &Args, devices: usize) -> Vec<(String, String)> {
+    simulator_env(driver, devices, args.seed, args.jitter_us)
+}
+
+/// The environment that runs a program on the simulator `driver` with `devices`
+/// devices, `seed` and up to `jitter_us` of delay before each operation.
+pub(crate) fn simulator_env(
+    driver: &Driver,
+    devices: usize,
+    seed: u64,
+    jitter_us: u64,
+) -> Vec<(String, String)> {
     let path = match std::env::var("LD_LIBRARY_PATH") {
         Ok(p) if !p.is_empty() => format!("{}:{p}", driver.folder.display()),
         _ => driver.folder.display().to_string(),
@@ -201,8 +216,8 @@ fn environment(driver: &Driver, args: &Args, devices: usize) -> Vec<(String, Str
         ),
         ("LD_LIBRARY_PATH".into(), path),
         ("CUDA_SIM_DEVICES".into(), devices.to_string()),
-        ("CUDA_SIM_SEED".into(), args.seed.to_string()),
-        ("CUDA_SIM_JITTER_US".into(), args.jitter_us.to_string()),
+        ("CUDA_SIM_SEED".into(), seed.to_string()),
+        ("CUDA_SIM_JITTER_US".into(), jitter_us.to_string()),
         ("CUDA_SIM_POISON".into(), "1".into()),
     ]
 }

@@ -1,0 +1,220 @@
+//! `cargo xtask mutants [FILE...]`: cargo-mutants on the code that keeps transfers
+//! safe, against the CPU tests and the GPU suite on the simulated driver.
+//!
+//! Needs cargo-mutants, pinned: `cargo install cargo-mutants --version 27.1.0
+//! --locked`. For every mutant of the files named (default: [`DEFAULT_FILES`]),
+//! cargo-mutants builds a copy of the workspace and runs `cargo test --release
+//! --workspace --lib --bins --tests`, every test executable with `--include-ignored`
+//! (the GPU tests too),
+//! on the simulator (`crates/cuda-sim`, built here first) with seed 1 and up to 200 µs
+//! of delay before each operation, so that ordering mutants show, and two simulated
+//! devices (the multi-GPU tests run too). Left out with `--skip`: the tests the
+//! simulator cannot run (`test_sim::NOT_ON_SIMULATOR`, each with its reason), the ones
+//! that leak on purpose (`test_sim::LEAKS_BY_DESIGN`), the soak test, and the CPU
+//! test that no driver loads (the simulator is one). Doctests do not run. A mutant
+//! whose tests run past cargo-mutants' timeout (three times the unmutated run's)
+//! counts as caught: a hang is a failure a user would see.
+//!
+//! The results land in `target/mutants/mutants.out` (cargo-mutants' own files), and
+//! the table per file, caught / timed out / missed / unviable and the score (caught
+//! plus timed out over viable), is printed at the end, for `docs/testing.md`.
+
+use std::collections::BTreeMap;
+
+use xshell::cmd;
+
+use crate::cargo_util::Metadata;
+use crate::test_sim::{self, LEAKS_BY_DESIGN, NOT_ON_SIMULATOR};
+use crate::{project_root, Context, Result};
+
+/// The cargo-mutants release this command is written against.
+pub const CARGO_MUTANTS_VERSION: &str = "27.1.0";
+
+/// The files mutated by default: cuda-core's ordering and lifetime code (the record
+/// of queued work, streams, events, pinned memory, device memory and its drops) and
+/// cuda-staging's transfer core, routing and ring.
+pub const DEFAULT_FILES: &[&str] = &[
+    "crates/cuda-core/src/tracking.rs",
+    "crates/cuda-core/src/tracking/per_thread.rs",
+    "crates/cuda-core/src/stream.rs",
+    "crates/cuda-core/src/event.rs",
+    "crates/cuda-core/src/wait.rs",
+    "crates/cuda-core/src/pinned.rs",
+    "crates/cuda-core/src/device_buffer.rs",
+    "crates/cuda-staging/src/buffer.rs",
+    "crates/cuda-staging/src/routing.rs",
+    "crates/cuda-staging/src/waiting.rs",
+    "crates/cuda-staging/src/ring.rs",
+];
+
+/// The soak test: minutes of random transfers, too long to run per mutant.
+const SOAK_TEST: &str = "soak_random_transfers_through_every_path";
+
+/// cuda-core's CPU test that no driver can be loaded: here the simulator is one.
+const NO_DRIVER_TEST: &str = "no_driver_is_an_ordinary_error";
+
+/// Options of `cargo xtask mutants`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only list the mutants cargo-mutants would try (`--list`), without building or
+    /// testing any.
+    #[arg(long)]
+    list: bool,
+    /// Source files to mutate (default: the list in xtask/src/mutants.rs).
+    #[arg(value_name = "FILE")]
+    files: Vec<String>,
+}
+
+/// Runs `cargo xtask mutants` with these options.
+pub fn run(args: &Args) -> Result<()> {
+    let sh = xshell::Shell::new()?;
+    sh.change_dir(project_root());
+    let version = cmd!(sh, "cargo mutants --version").read().map_err(|_| {
+        format!(
+            "cargo-mutants is not installed; install it with: cargo install cargo-mutants \
+             --version {CARGO_MUTANTS_VERSION} --locked"
+        )
+    })?;
+    if !version.contains(CARGO_MUTANTS_VERSION) {
+        println!("note: this command is written against cargo-mutants {CARGO_MUTANTS_VERSION}; found {version}");
+    }
+    let files: Vec<String> = if args.files.is_empty() {
+        DEFAULT_FILES.iter().map(|f| f.to_string()).collect()
+    } else {
+        args.files.clone()
+    };
+    let mut mutants = cmd!(sh, "cargo mutants --test-workspace=true");
+    for f in &files {
+        mutants = mutants.args(["--file", f]);
+    }
+    if args.list {
+        return mutants.arg("--list").run().context("cargo mutants --list");
+    }
+    let meta = Metadata::load()?;
+    let driver = test_sim::build_simulator(&sh, &meta, &[])?;
+    let output = meta.target_dir.join("mutants");
+    let mut mutants = mutants
+        .args([
+            "--cargo-arg=--release",
+            "--timeout-multiplier",
+            "3",
+            "--output",
+        ])
+        .arg(&output)
+        // Test targets only: with --include-ignored, doctests would compile the
+        // README's `ignore`d snippets too.
+        .args([
+            "--",
+            "--lib",
+            "--bins",
+            "--tests",
+            "--",
+            "--include-ignored",
+        ]);
+    for skip in skipped() {
+        mutants = mutants.args(["--skip", skip]);
+    }
+    for (k, v) in test_sim::simulator_env(&driver, 2, 1, 200) {
+        mutants = mutants.env(k, v);
+    }
+    println!("$ {mutants}");
+    // cargo-mutants exits non-zero when a mutant is missed: the table says which.
+    let ran = mutants.run();
+    let outcomes = output.join("mutants.out").join("outcomes.json");
+    let table = table(
+        &std::fs::read_to_string(&outcomes)
+            .with_context(|| format!("no outcomes at {}", outcomes.display()))?,
+    )?;
+    println!("\n{table}");
+    ran.map_err(|e| format!("cargo mutants: {e} (see {})", output.display()).into())
+}
+
+/// The test names every run leaves out, with `--skip`.
+fn skipped() -> Vec<&'static str> {
+    NOT_ON_SIMULATOR
+        .iter()
+        .map(|l| l.test)
+        .chain(LEAKS_BY_DESIGN.iter().map(|l| l.test))
+        .chain([SOAK_TEST, NO_DRIVER_TEST])
+        .collect()
+}
+
+/// The markdown table per file of cargo-mutants' `outcomes.json`: caught, timed out,
+/// missed, unviable, and the score, (caught + timed out) / viable.
+fn table(outcomes_json: &str) -> Result<String> {
+    let v: serde_json::Value =
+        serde_json::from_str(outcomes_json).context("reading cargo-mutants' outcomes.json")?;
+    let mut per_file: BTreeMap<String, [u32; 4]> = BTreeMap::new();
+    for o in v["outcomes"].as_array().into_iter().flatten() {
+        let Some(file) = o["scenario"]["Mutant"]["file"].as_str() else {
+            continue; // the baseline
+        };
+        let slot = match o["summary"].as_str().unwrap_or("") {
+            "CaughtMutant" => 0,
+            "Timeout" => 1,
+            "MissedMutant" => 2,
+            "Unviable" => 3,
+            other => return Err(format!("an outcome this table does not know: {other}").into()),
+        };
+        per_file.entry(file.to_owned()).or_default()[slot] += 1;
+    }
+    let mut out = String::from(
+        "| file | caught | timed out | missed | unviable | score |\n|---|---|---|---|---|---|\n",
+    );
+    for (file, [caught, timeout, missed, unviable]) in per_file {
+        let viable = caught + timeout + missed;
+        let score = if viable == 0 {
+            "-".to_owned()
+        } else {
+            format!(
+                "{:.0}%",
+                100.0 * f64::from(caught + timeout) / f64::from(viable)
+            )
+        };
+        out.push_str(&format!(
+            "| `{file}` | {caught} | {timeout} | {missed} | {unviable} | {score} |\n"
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_files_exist() {
+        for f in DEFAULT_FILES {
+            assert!(project_root().join(f).is_file(), "{f} is not a file");
+        }
+    }
+
+    #[test]
+    fn the_table_counts_outcomes_per_file_and_scores_viable_ones() {
+        let json = r#"{"outcomes": [
+            {"scenario": "Baseline", "summary": "Success"},
+            {"scenario": {"Mutant": {"file": "a.rs"}}, "summary": "CaughtMutant"},
+            {"scenario": {"Mutant": {"file": "a.rs"}}, "summary": "Timeout"},
+            {"scenario": {"Mutant": {"file": "a.rs"}}, "summary": "MissedMutant"},
+            {"scenario": {"Mutant": {"file": "a.rs"}}, "summary": "CaughtMutant"},
+            {"scenario": {"Mutant": {"file": "b.rs"}}, "summary": "Unviable"}
+        ]}"#;
+        let t = table(json).unwrap();
+        assert!(t.contains("| `a.rs` | 2 | 1 | 1 | 0 | 75% |"), "{t}");
+        assert!(t.contains("| `b.rs` | 0 | 0 | 0 | 1 | - |"), "{t}");
+        let e = table(
+            r#"{"outcomes": [{"scenario": {"Mutant": {"file": "a.rs"}}, "summary": "Odd"}]}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("Odd"), "{e}");
+    }
+
+    #[test]
+    fn the_skipped_tests_include_every_left_out_one_and_the_soak() {
+        let s = skipped();
+        assert!(s.contains(&SOAK_TEST));
+        for l in NOT_ON_SIMULATOR {
+            assert!(s.contains(&l.test), "{}", l.test);
+        }
+    }
+}

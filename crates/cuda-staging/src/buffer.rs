@@ -469,7 +469,12 @@ impl StagingBuffer {
         span.staged(plan.chunks);
         span.copied(copier, plan.chunk_bytes.min(bytes));
         if plan.chunks > 1 {
-            self.ensure_events(plan.slots, ctx)?;
+            // Every slot's event at the first pipelined transfer, whatever this plan
+            // needs: a plan's slots depend on whether pool helpers are free (a solo
+            // mid-size upload goes in two halves), so a later plan may need more,
+            // and creating them then allocated inside a steady loop (3 heap
+            // allocations in steady_state's 8-thread test, seed 2, 1 ms jitter).
+            self.ensure_events(MAX_SLOTS, ctx)?;
             if direction == Direction::DeviceToHost {
                 // Its first copy-out waits for a chunk's DMA: wake the helpers now,
                 // so they run by then.

@@ -70,8 +70,9 @@ pub enum WaitPolicy {
     Spin,
     /// Sleep in the driver until the GPU signals completion (a stream's wait records
     /// a blocking-sync event and waits on it): the least CPU while waiting, and a
-    /// wake-up of 100-180 µs on every wait. An [`crate::Event`]'s wait, whose event
-    /// is not blocking-sync, polls with [`POLL_SLEEP`] sleeps between instead.
+    /// wake-up of 100-180 µs on every wait. An [`crate::Event`]'s wait, and a wait
+    /// for a per-thread stream's work on another thread than its own, whose events
+    /// are not blocking-sync, poll with [`POLL_SLEEP`] sleeps between instead.
     Block,
     /// Poll for up to `spin`, then poll with [`POLL_SLEEP`] sleeps between.
     Hybrid {

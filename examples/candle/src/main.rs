@@ -271,6 +271,68 @@ struct Run {
     cpu: Duration,
     /// The CPU time of the thread running the loop.
     main_cpu: Duration,
+    /// Summed over timed frames, the loop's time in each [`PHASES`] step.
+    phases: [Duration; PHASES.len()],
+    /// The CPU time of every other thread of the process, by thread name.
+    others: Vec<(String, Duration)>,
+}
+
+/// The steps of a frame, as the loop times them (the ways but candle's).
+const PHASES: [&str; 5] = ["produce", "upload", "queue model", "download", "wait"];
+
+/// The CPU time so far of every thread of the process but the caller, by name,
+/// from `/proc/self/task/*/schedstat` (nanoseconds on the CPU); empty where the
+/// kernel does not keep it.
+fn other_threads_cpu() -> Vec<(String, Duration)> {
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() }.to_string();
+    let mut out: Vec<(String, Duration)> = Vec::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        if task.file_name().to_string_lossy() == me {
+            continue;
+        }
+        let path = task.path();
+        let (Ok(name), Ok(stat)) = (
+            std::fs::read_to_string(path.join("comm")),
+            std::fs::read_to_string(path.join("schedstat")),
+        ) else {
+            continue;
+        };
+        let Some(ns) = stat.split_whitespace().next().and_then(|v| v.parse().ok()) else {
+            continue;
+        };
+        // Threads of one pool differ only in their number.
+        let name = name
+            .trim()
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .to_owned();
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, d)) => *d += Duration::from_nanos(ns),
+            None => out.push((name, Duration::from_nanos(ns))),
+        }
+    }
+    out
+}
+
+/// `after - before`, by thread name.
+fn cpu_since(
+    before: &[(String, Duration)],
+    after: Vec<(String, Duration)>,
+) -> Vec<(String, Duration)> {
+    after
+        .into_iter()
+        .map(|(name, d)| {
+            let was = before
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(Duration::ZERO, |b| b.1);
+            (name, d.saturating_sub(was))
+        })
+        .filter(|(_, d)| !d.is_zero())
+        .collect()
 }
 
 /// The staging state every way but candle's keeps between frames.
@@ -297,6 +359,10 @@ fn run_way(
     let mut times = Vec::with_capacity(FRAMES);
     let input = Tensor::zeros(shape, DType::F32, &gpu.dev).map_err(candle("Tensor::zeros"))?;
     let (mut t_start, mut cpu_start) = (Instant::now(), cpu_now());
+    let mut others_start = other_threads_cpu();
+    let mut phases = [Duration::ZERO; PHASES.len()];
+    // The loop's steps, timed for every frame; added to `phases` once timed.
+    let mut step = [Duration::ZERO; PHASES.len()];
     let mut check = |k: usize, got: Output| -> Res<()> {
         if way == Way::Candle {
             if reference.len() == k {
@@ -318,6 +384,7 @@ fn run_way(
             for k in 0..total {
                 if k == WARMUP_FRAMES {
                     (t_start, cpu_start) = (Instant::now(), cpu_now());
+                    others_start = other_threads_cpu();
                 }
                 let t0 = Instant::now();
                 let out = match way {
@@ -329,30 +396,49 @@ fn run_way(
                         to_output(&y.to_vec1::<f32>().map_err(candle("to_vec1"))?)?
                     }
                     _ => {
+                        let mut produced = Duration::ZERO;
                         gpu.write_into(&input, |dst, stream| {
                             if way != Way::BufferVec {
                                 st.buffer
-                                    .upload_with(dst, n, stream, |px| produce(k, side, px))
+                                    .upload_with(dst, n, stream, |px| {
+                                        let t = Instant::now();
+                                        produce(k, side, px);
+                                        produced = t.elapsed();
+                                    })
                                     .map_err(cuda("upload_with"))
                             } else {
                                 produce(k, side, &mut frame);
+                                produced = t0.elapsed();
                                 st.buffer
                                     .upload(dst, &frame, stream)
                                     .map_err(cuda("upload"))
                             }
                         })?;
+                        let t1 = Instant::now();
                         let y = model.forward(&input)?;
-                        gpu.with_output(&y, |src, stream| {
+                        let t2 = Instant::now();
+                        let out = gpu.with_output(&y, |src, stream| {
                             to_output(
                                 st.buffer
                                     .download_into(src, OUTPUTS, stream)
                                     .map_err(cuda("download_into"))?,
                             )
-                        })?
+                        })?;
+                        step = [
+                            produced,
+                            t1 - t0 - produced,
+                            t2 - t1,
+                            t2.elapsed(),
+                            Duration::ZERO,
+                        ];
+                        out
                     }
                 };
                 if k >= WARMUP_FRAMES {
                     times.push(t0.elapsed());
+                    for (p, s) in phases.iter_mut().zip(step) {
+                        *p += s;
+                    }
                 }
                 check(k, out)?;
             }
@@ -364,37 +450,61 @@ fn run_way(
             for k in 0..=total {
                 if k == WARMUP_FRAMES {
                     (t_start, cpu_start) = (Instant::now(), cpu_now());
+                    others_start = other_threads_cpu();
                 }
                 let mut next = None;
+                step = [Duration::ZERO; PHASES.len()];
                 if k < total {
+                    let mut produced = Duration::ZERO;
                     gpu.write_into(&input, |dst, stream| {
                         if way != Way::RingVec {
                             st.up
-                                .upload_with(dst, n, stream, |px| produce(k, side, px))
+                                .upload_with(dst, n, stream, |px| {
+                                    let t = Instant::now();
+                                    produce(k, side, px);
+                                    produced = t.elapsed();
+                                })
                                 .map_err(cuda("ring upload_with"))
                         } else {
                             produce(k, side, &mut frame);
+                            produced = t0.elapsed();
                             st.up
                                 .upload(dst, &frame, stream)
                                 .map_err(cuda("ring upload"))
                         }
                     })?;
+                    let t1 = Instant::now();
                     let y = model.forward(&input)?;
+                    let t2 = Instant::now();
                     let ticket = gpu.with_output(&y, |src, stream| {
                         st.down
                             .download(src, OUTPUTS, stream)
                             .map_err(cuda("ring download"))
                     })?;
+                    step = [
+                        produced,
+                        t1 - t0 - produced,
+                        t2 - t1,
+                        t2.elapsed(),
+                        Duration::ZERO,
+                    ];
                     next = Some((k, ticket));
                 }
                 if let Some((j, ticket)) = std::mem::replace(&mut in_flight, next) {
+                    let t3 = Instant::now();
                     let out = to_output(st.down.wait(&ticket).map_err(cuda("ring wait"))?)?;
+                    step[4] = t3.elapsed();
                     check(j, out)?;
                 }
                 // The period of frame k: from producing it to the next frame's start,
                 // with frame k-1's output checked.
                 if k > WARMUP_FRAMES {
                     times.push(t0.elapsed());
+                }
+                if k >= WARMUP_FRAMES {
+                    for (p, s) in phases.iter_mut().zip(step) {
+                        *p += s;
+                    }
                 }
                 t0 = Instant::now();
             }
@@ -406,6 +516,8 @@ fn run_way(
         wall: t_start.elapsed(),
         cpu: cpu_end.0 - cpu_start.0,
         main_cpu: cpu_end.1 - cpu_start.1,
+        phases,
+        others: cpu_since(&others_start, other_threads_cpu()),
     })
 }
 
@@ -445,6 +557,79 @@ fn floors(gpu: &Gpu, model: &Model, side: usize) -> Res<[f64; 3]> {
         t.sort_unstable();
         percentile_us(&t, 50)
     }))
+}
+
+/// The driver calls a pipelined frame makes, bare (cudarc's `result` layer, no
+/// checks, no bookkeeping), p50 µs per frame on the per-thread stream: the input's
+/// copy from pinned memory and an event after it, the output's copy into pinned
+/// memory and an event after it, and one query of that event. Only the calls are
+/// timed; the stream is synchronized after them, untimed. The floor of what any
+/// library adds to the model's queueing on the loop's thread. Also returned, p50:
+/// producing the pixels into that pinned memory (one buffer, the same every frame).
+fn bare_copies_us(side: usize) -> Res<(f64, f64)> {
+    use cuda_staging::cudarc::driver::{result, sys};
+    let driver = |what: &'static str| move |e: result::DriverError| format!("{what}: {e:?}");
+    // `CU_STREAM_PER_THREAD`, the stream candle's default device runs on.
+    let (n, stream) = (3 * side * side, 0x2 as sys::CUstream);
+    let event = || {
+        result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(driver("cuEventCreate"))
+    };
+    let (up, down) = (event()?, event()?);
+    // SAFETY: a context is current on this thread (candle's device made it so);
+    // every pointer below is freed once, after the stream is synchronized.
+    let (host, dev) = unsafe {
+        (
+            result::malloc_host((n + OUTPUTS) * 4, 0).map_err(driver("cuMemHostAlloc"))?,
+            result::malloc_sync((n + OUTPUTS) * 4).map_err(driver("cuMemAlloc"))?,
+        )
+    };
+    // SAFETY: `host` holds n + OUTPUTS f32 and is page-locked, used only below.
+    let px = unsafe { std::slice::from_raw_parts_mut(host.cast::<f32>(), n + OUTPUTS) };
+    let (input, output) = px.split_at_mut(n);
+    let (mut times, mut produced) = (Vec::with_capacity(FRAMES), Vec::with_capacity(FRAMES));
+    let mut run = || -> Res<()> {
+        for k in 0..WARMUP_FRAMES + FRAMES {
+            let t = Instant::now();
+            produce(k, side, input);
+            let p = t.elapsed();
+            let t0 = Instant::now();
+            // SAFETY: `dev` holds n + OUTPUTS f32; the host slices live until the
+            // stream is synchronized below; the events belong to this context.
+            unsafe {
+                result::memcpy_htod_async(dev, input, stream)
+                    .map_err(driver("cuMemcpyHtoDAsync"))?;
+                result::event::record(up, stream).map_err(driver("cuEventRecord"))?;
+                result::memcpy_dtoh_async(output, dev + (n * 4) as u64, stream)
+                    .map_err(driver("cuMemcpyDtoHAsync"))?;
+                result::event::record(down, stream).map_err(driver("cuEventRecord"))?;
+                // Not ready yet, most often: the answer does not matter here.
+                let _ = result::event::query(down);
+            }
+            let t = t0.elapsed();
+            // SAFETY: the stream is this thread's per-thread stream.
+            unsafe { result::stream::synchronize(stream) }
+                .map_err(driver("cuStreamSynchronize"))?;
+            if k >= WARMUP_FRAMES {
+                times.push(t);
+                produced.push(p);
+            }
+        }
+        Ok(())
+    };
+    let r = run();
+    // SAFETY: as above; nothing is in flight once the stream is synchronized.
+    unsafe {
+        let _ = result::stream::synchronize(stream);
+        let _ = result::free_sync(dev);
+        let _ = result::free_host(host);
+        let _ = result::event::destroy(up);
+        let _ = result::event::destroy(down);
+    }
+    r?;
+    times.sort_unstable();
+    produced.sort_unstable();
+    Ok((percentile_us(&times, 50), percentile_us(&produced, 50)))
 }
 
 /// One frame size: every way, `ROUNDS` times in turn; prints the table.
@@ -502,11 +687,42 @@ fn measure(gpu: &Gpu, model: &Model, st: &mut Staging, side: usize) -> Res<()> {
             main_cpu(&runs[w])
         );
     }
+    println!("per frame, mean us over all rounds: the loop's steps; other threads' CPU by name");
+    let per_frame = |d: Duration| d.as_secs_f64() * 1e6 / (ROUNDS * FRAMES) as f64;
+    for (w, way) in WAYS.into_iter().enumerate() {
+        let mut line = format!("{:<48}", way.name());
+        if way != Way::Candle {
+            for (i, name) in PHASES.into_iter().enumerate() {
+                let sum: Duration = runs[w].iter().map(|r| r.phases[i]).sum();
+                line += &format!(" {name} {:.1};", per_frame(sum));
+            }
+        }
+        let mut others: Vec<(String, Duration)> = Vec::new();
+        for (name, d) in runs[w].iter().flat_map(|r| r.others.iter()) {
+            match others.iter_mut().find(|(n, _)| n == name) {
+                Some((_, sum)) => *sum += *d,
+                None => others.push((name.clone(), *d)),
+            }
+        }
+        others.sort_by_key(|o| std::cmp::Reverse(o.1));
+        for (name, d) in others.iter().take(4) {
+            line += &format!(" [{name}] {:.1};", per_frame(*d));
+        }
+        println!("{line}");
+    }
     let [produce_us, queue_us, model_us] = floors(gpu, model, side)?;
+    let (bare_us, pinned_us) = bare_copies_us(side)?;
     println!(
-        "floors, p50 per frame: producing the pixels {produce_us:.1} us; on an input already \
-         on the GPU, candle queueing the model {queue_us:.1} us, the model with its output \
-         read back {model_us:.1} us"
+        "floors, p50 per frame: producing the pixels {produce_us:.1} us into a Vec, \
+         {pinned_us:.1} us into pinned memory; on an input already on the GPU, candle \
+         queueing the model {queue_us:.1} us, the model with its output read back \
+         {model_us:.1} us; the ring's driver calls, bare, {bare_us:.1} us"
+    );
+    let pipelined = pinned_us + queue_us + bare_us;
+    println!(
+        "so a pipelined frame filled in pinned memory takes at least {pipelined:.1} us of the \
+         loop's thread on this host: at most {:.2}x candle's frames/s",
+        1e6 / pipelined / base_fps
     );
     println!(
         "outputs: every frame of every way bit-identical to candle's own ({} frames per way)",

@@ -50,7 +50,7 @@ impl StreamState {
     /// stream. Returns the last ticket the event covers with the wait's result.
     pub(super) fn wait_elsewhere(&self, policy: WaitPolicy) -> (u64, Result<()>) {
         let covered = self.end_recorded.load(Ordering::Acquire);
-        let Some(RawEvent(event)) = self.blocking.get() else {
+        let Some(RawEvent(event)) = self.end.get() else {
             // Never recorded: nothing was queued through this crate.
             return (covered, Ok(()));
         };
@@ -66,10 +66,11 @@ impl StreamState {
         let r = match wait::poll(policy, query) {
             Err(e) => Err(e),
             Ok(Then::Done) => Ok(()),
-            Ok(Then::Sleep) => wait::sleep_until(query),
-            // A blocking-sync event: the driver sleeps in `cuEventSynchronize`.
+            // Not a blocking-sync event (see `StreamState::end`): `cuEventSynchronize`
+            // would spin, so a blocking wait polls with sleeps between.
+            Ok(Then::Sleep | Then::Block) => wait::sleep_until(query),
             // SAFETY: as above.
-            Ok(Then::Spin | Then::Block) => unsafe { result::event_synchronize(event) },
+            Ok(Then::Spin) => unsafe { result::event_synchronize(event) },
         };
         (covered, r)
     }

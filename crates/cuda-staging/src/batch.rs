@@ -40,8 +40,8 @@ use cuda_core::{
     byte_len, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, Result, MAX_BATCH,
 };
 
+use crate::direction::Direction;
 use crate::elements::cast;
-use crate::routing::Direction;
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
 
@@ -361,9 +361,9 @@ impl crate::StagingBuffer {
         span.no_copy();
         self.begin_transfer();
         self.grow(total, usize::MAX, stream.context())?;
-        let use_batch_api = self.batch_api && stream.has_batch_copies();
+        let use_batch_api = self.config.batch_api && stream.has_batch_copies();
         let pinned = self.capacity.buffer(total)?;
-        let wait = crate::waiting::for_transfer(self.wait, total, stream);
+        let wait = crate::waiting::for_transfer(self.config.wait_policy, total, stream);
         let queued = if use_batch_api {
             stream.memcpy_dtoh_batch(&batch.srcs, &batch.layout.offsets, pinned)
         } else {
@@ -411,7 +411,7 @@ impl crate::StagingBuffer {
         span.parts(batch.len());
         self.begin_transfer();
         self.grow(total, usize::MAX, stream.context())?;
-        let use_batch_api = self.batch_api && stream.has_batch_copies();
+        let use_batch_api = self.config.batch_api && stream.has_batch_copies();
         let copier = self.copier(total, crate::Direction::HostToDevice);
         span.copied_parts(copier, &batch.layout.lens);
         let pinned = self.capacity.buffer(total)?;
@@ -421,11 +421,11 @@ impl crate::StagingBuffer {
                 copier.copy(
                     &mut region[off..off + src.len()],
                     src,
-                    crate::copy::streams(src.len()),
+                    crate::stores::streams(src.len()),
                 );
             }
         }
-        let wait = crate::waiting::for_transfer(self.wait, total, stream);
+        let wait = crate::waiting::for_transfer(self.config.wait_policy, total, stream);
         let queued = if use_batch_api {
             stream.memcpy_htod_batch(pinned, &batch.layout.offsets, &mut batch.dsts)
         } else {

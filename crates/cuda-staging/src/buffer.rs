@@ -11,18 +11,17 @@ use cuda_core::{
 
 use crate::burst::Burst;
 use crate::capacity::Capacity;
+use crate::config::StagingConfig;
 use crate::copy::Copier;
+use crate::direction::{Direction, PerDirection};
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::events::PipelineEvents;
 use crate::fill::FillError;
 use crate::pipeline::{Plan, Stage, MAX_SLOTS, PIPELINE_WINDOW_BYTES};
-use crate::routing::{Direction, Route, Routing};
+use crate::routing::{Route, Routing};
 use crate::stats::StagingStats;
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
-
-/// The most copy threads one transfer uses (see [`StagingConfig::copy_threads`](crate::StagingConfig::copy_threads)).
-pub const MAX_COPY_THREADS: usize = 64;
 
 /// Low-latency mode keeps a buffer's helpers spinning while its transfers come at
 /// least this often.
@@ -34,23 +33,6 @@ pub(crate) const KEEP_HOT: Duration = Duration::from_millis(100);
 /// with.
 pub(crate) const UPLOAD_MAX_THREADS: usize = 8;
 
-/// The most threads one transfer's host copy is split over by default, the caller
-/// included: see [`default_copy_threads`].
-pub const DEFAULT_COPY_THREADS: usize = 4;
-
-/// The copy-thread default of a new buffer: [`DEFAULT_COPY_THREADS`] (the caller
-/// and up to three pool helpers), fewer on a machine with fewer cores.
-///
-/// A split copy costs CPU on every thread that takes part for as long as the
-/// transfer lasts, so more threads buy latency with the program's cores: back to
-/// back, 16 threads took a 4915200 B `download` from 136 to 117 µs on the 16-core
-/// H200 host, for about 16 cores busy during it. Four threads keep a transfer's CPU
-/// per frame within twice the driver's own pageable path while staying faster than
-/// it (see the crate docs' table).
-pub fn default_copy_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, DEFAULT_COPY_THREADS))
-}
-
 /// A grow-on-demand, reused page-locked host buffer used to stage transfers.
 ///
 /// See the [crate documentation](crate) for which method to use and the
@@ -58,17 +40,13 @@ pub fn default_copy_threads() -> usize {
 pub struct StagingBuffer {
     pub(crate) capacity: Capacity,
     pub(crate) stats: StagingStats,
-    pub(crate) routing: Routing,
-    pub(crate) copy_threads: usize,
-    pub(crate) chunk_bytes: usize,
+    /// How this buffer routes, copies and waits.
+    pub(crate) config: StagingConfig,
+    /// The memo of the last page-lock answers.
+    routing: Routing,
     /// One per pipeline slot, for each of the last few contexts used.
     events: PipelineEvents,
     burst: Burst,
-    pub(crate) low_latency: bool,
-    /// Batches go out as one `cuMemcpyBatchAsync` where the driver has it.
-    pub(crate) batch_api: bool,
-    /// How this buffer's calls wait for the GPU (`crate::waiting`).
-    pub(crate) wait: WaitPolicy,
     /// Bytes [`StagingBuffer::reserve`] asked for on a thread with no context
     /// current, pinned at the first grow; 0 when none.
     reserved: usize,
@@ -122,19 +100,15 @@ impl StagingBuffer {
     ///
     /// Routing stages every size from [`crate::DEFAULT_STAGE_MIN_BYTES`] (see
     /// [`StagingBuffer::set_auto_stage_max_bytes`]), and large host copies use
-    /// [`default_copy_threads`] threads from the process-wide copy pool.
+    /// [`default_copy_threads`](crate::default_copy_threads) threads from the process-wide copy pool.
     pub fn new() -> StagingBuffer {
         StagingBuffer {
             capacity: Capacity::default(),
             stats: StagingStats::default(),
+            config: StagingConfig::default(),
             routing: Routing::default(),
-            copy_threads: default_copy_threads(),
-            chunk_bytes: 0,
             events: PipelineEvents::default(),
             burst: Burst::default(),
-            low_latency: false,
-            batch_api: true,
-            wait: WaitPolicy::default(),
             reserved: 0,
         }
     }
@@ -287,7 +261,7 @@ impl StagingBuffer {
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
-        let policy = self.wait;
+        let policy = self.config.wait_policy;
         // How to wait is decided after the fill (which may take long) and before
         // the DMA is queued: whether anything is queued ahead of it.
         let mut wait = policy;
@@ -327,7 +301,7 @@ impl StagingBuffer {
         self.begin_transfer();
         self.grow(bytes, usize::MAX, stream.context())?;
         let pinned = self.capacity.buffer(bytes)?;
-        let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
+        let wait = crate::waiting::for_transfer(self.config.wait_policy, bytes, stream);
         let r = stream
             .memcpy_dtoh(&DeviceView::of(src).into_bytes().subview(..bytes)?, pinned)
             .and_then(|()| stream.synchronize_with(wait));
@@ -405,7 +379,9 @@ impl StagingBuffer {
         };
         let mut span = TransferSpan::start(op, direction, bytes);
         self.begin_transfer();
-        let mut route = self.routing.route(stream.context(), direction, host, bytes);
+        let mut route = self
+            .routing
+            .route(&self.config, stream.context(), direction, host, bytes);
         let mut copier = None;
         if route == Route::Staged {
             let c = self.copier(bytes, direction);
@@ -421,10 +397,17 @@ impl StagingBuffer {
                 span.route(SpanRoute::of(route, 1));
                 span.no_copy();
                 let wait = match route {
-                    Route::Driver => {
-                        crate::waiting::for_driver_copy(self.wait, direction, bytes, stream)
-                    }
-                    _ => Ok(crate::waiting::for_transfer(self.wait, bytes, stream)),
+                    Route::Driver => crate::waiting::for_driver_copy(
+                        self.config.wait_policy,
+                        direction,
+                        bytes,
+                        stream,
+                    ),
+                    _ => Ok(crate::waiting::for_transfer(
+                        self.config.wait_policy,
+                        bytes,
+                        stream,
+                    )),
                 };
                 wait.and_then(|wait| leg.driver_copy(stream, wait))
             }
@@ -461,7 +444,13 @@ impl StagingBuffer {
         // No helper: the caller copies alone, mid-size uploads in two halves (see
         // `Plan`).
         let solo = copier.helpers() == 0;
-        let plan = Plan::new(bytes, self.capacity(), self.chunk_bytes, direction, solo);
+        let plan = Plan::new(
+            bytes,
+            self.capacity(),
+            self.config.pipeline_chunk_bytes,
+            direction,
+            solo,
+        );
         let copier = match direction {
             Direction::HostToDevice => copier.at_most(UPLOAD_MAX_THREADS),
             Direction::DeviceToHost => copier,
@@ -490,7 +479,7 @@ impl StagingBuffer {
             stream,
             copier,
             plan,
-            wait: crate::waiting::for_transfer(self.wait, bytes, stream),
+            wait: crate::waiting::for_transfer(self.config.wait_policy, bytes, stream),
         };
         let r = match leg {
             Leg::Upload { src, mut dst } => stage.upload(src, &mut dst),
@@ -514,8 +503,8 @@ impl StagingBuffer {
         bytes: usize,
         direction: Direction,
     ) -> bool {
-        self.routing.driver_after_gap
-            && !self.low_latency
+        self.config.driver_after_gap
+            && !self.config.low_latency
             && self.burst.paced()
             && helpers == 0
             && crate::tuning::driver_after_gap(bytes, direction)
@@ -531,22 +520,26 @@ impl StagingBuffer {
     /// parked helpers only where they pay (`tuning::helpers_to_wake`; as in a tight
     /// loop when low-latency mode keeps them hot).
     pub(crate) fn copier(&self, copy_bytes: usize, direction: Direction) -> Copier<'static> {
-        Copier::for_transfer(self.copy_threads, copy_bytes, direction, self.hot())
+        Copier::for_transfer(self.config.copy_threads, copy_bytes, direction, self.hot())
     }
 
     /// Whether the transfer starting now comes back to back with this buffer's
     /// previous ones, or low-latency mode keeps the helpers awake.
     fn hot(&self) -> bool {
-        self.low_latency || self.burst.back_to_back()
+        self.config.low_latency || self.burst.back_to_back()
     }
 
     /// After a transfer: note when it ended; in low-latency mode, keep the helpers
     /// spinning until the next one (for up to [`KEEP_HOT`]).
     pub(crate) fn finish_transfer(&mut self) {
         self.burst.end(Instant::now());
-        if self.low_latency && self.copy_threads > 1 {
+        if self.config.low_latency && self.config.copy_threads > 1 {
             if let Some(pool) = crate::pool::global() {
-                pool.heat(self.copy_threads - 1, pool.deadline_in(KEEP_HOT), false);
+                pool.heat(
+                    self.config.copy_threads - 1,
+                    pool.deadline_in(KEEP_HOT),
+                    false,
+                );
             }
         }
     }
@@ -579,15 +572,62 @@ impl StagingBuffer {
     }
 }
 
+impl StagingBuffer {
+    /// An empty staging buffer configured by `config`: pins nothing until the first
+    /// transfer needs it. Errors as [`StagingBuffer::set_config`].
+    pub fn with_config(config: StagingConfig) -> Result<StagingBuffer> {
+        let mut s = StagingBuffer::new();
+        s.set_config(config)?;
+        Ok(s)
+    }
+
+    /// How this buffer routes, copies and waits.
+    pub fn config(&self) -> StagingConfig {
+        self.config
+    }
+
+    /// Configures this buffer from the next transfer on. A value no buffer can take
+    /// (`copy_threads` of 0 or past [`MAX_COPY_THREADS`](crate::MAX_COPY_THREADS), `pipeline_chunk_bytes` past
+    /// [`PIPELINE_WINDOW_BYTES`]) is [`Error::InvalidArgument`] naming the field, and
+    /// changes nothing. The chunk size is rounded up to 64 KiB. Switching
+    /// `low_latency` off lets the helpers it kept spinning park.
+    pub fn set_config(&mut self, config: StagingConfig) -> Result<()> {
+        let c = config.checked("StagingBuffer::set_config")?;
+        let cooling = self.config.low_latency && !c.low_latency;
+        self.config = c;
+        if cooling {
+            if let Some(pool) = crate::pool::existing() {
+                pool.cool();
+            }
+        }
+        Ok(())
+    }
+
+    /// The routing threshold of `upload` / `download`: transfers of at most this many
+    /// bytes are staged (within the other routing rules), larger ones go to the
+    /// driver's pageable path. When the two directions differ, the smaller.
+    pub fn auto_stage_max_bytes(&self) -> usize {
+        self.config
+            .stage_max_bytes
+            .upload
+            .min(self.config.stage_max_bytes.download)
+    }
+
+    /// Sets the routing threshold of both directions
+    /// ([`StagingConfig::stage_max_bytes`]), and nothing else: transfers of more
+    /// bytes go to the driver's pageable path. `0` sends every non-empty convenience
+    /// transfer to the driver; `usize::MAX` (the default) sets no bound.
+    /// [`crate::DEFAULT_AUTO_STAGE_MAX_BYTES`] is the seed's 512 KiB.
+    pub fn set_auto_stage_max_bytes(&mut self, bytes: usize) {
+        self.config.stage_max_bytes = PerDirection::both(bytes);
+    }
+}
+
 impl fmt::Debug for StagingBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StagingBuffer")
             .field("capacity", &self.capacity())
-            .field("routing", &self.routing)
-            .field("copy_threads", &self.copy_threads)
-            .field("chunk_bytes", &self.chunk_bytes)
-            .field("low_latency", &self.low_latency)
-            .field("wait", &self.wait)
+            .field("config", &self.config)
             .field("stats", &self.stats)
             .finish()
     }
@@ -603,7 +643,7 @@ mod tests {
         assert_eq!(s.capacity(), 0);
         assert_eq!(s.stats(), StagingStats::default());
         assert_eq!(s.auto_stage_max_bytes(), usize::MAX);
-        assert!(s.copy_threads >= 1 && s.copy_threads <= 16);
-        assert!(!s.low_latency);
+        assert!(s.config.copy_threads >= 1 && s.config.copy_threads <= 16);
+        assert!(!s.config.low_latency);
     }
 }

@@ -6,9 +6,9 @@
 use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Layout2d, Result, Stream};
 
 use crate::buffer::UPLOAD_MAX_THREADS;
+use crate::direction::Direction;
 use crate::elements::{cast, cast_mut, no_bytes};
 use crate::region_2d::{device_rows, host_rows, region_len};
-use crate::routing::Direction;
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::{rows, StagingBuffer, StagingPod};
 
@@ -58,11 +58,13 @@ impl StagingBuffer {
         if self.paced_to_driver(copier.helpers(), bytes, Direction::HostToDevice) {
             span.route(SpanRoute::Driver);
             span.no_copy();
-            let r =
-                crate::waiting::for_driver_copy(self.wait, Direction::HostToDevice, bytes, stream)
-                    .and_then(|wait| {
-                        stream.memcpy_2d_htod_sync_with(src, src_pitch_bytes, dst, wait)
-                    });
+            let r = crate::waiting::for_driver_copy(
+                self.config.wait_policy,
+                Direction::HostToDevice,
+                bytes,
+                stream,
+            )
+            .and_then(|wait| stream.memcpy_2d_htod_sync_with(src, src_pitch_bytes, dst, wait));
             let r = self.finish_driver_2d(r, bytes, Direction::HostToDevice);
             span.outcome(&r);
             return r;
@@ -143,11 +145,13 @@ impl StagingBuffer {
         if self.paced_to_driver(copier.helpers(), bytes, Direction::DeviceToHost) {
             span.route(SpanRoute::Driver);
             span.no_copy();
-            let r =
-                crate::waiting::for_driver_copy(self.wait, Direction::DeviceToHost, bytes, stream)
-                    .and_then(|wait| {
-                        stream.memcpy_2d_dtoh_sync_with(src, dst, dst_pitch_bytes, wait)
-                    });
+            let r = crate::waiting::for_driver_copy(
+                self.config.wait_policy,
+                Direction::DeviceToHost,
+                bytes,
+                stream,
+            )
+            .and_then(|wait| stream.memcpy_2d_dtoh_sync_with(src, dst, dst_pitch_bytes, wait));
             let r = self.finish_driver_2d(r, bytes, Direction::DeviceToHost);
             span.outcome(&r);
             return r;
@@ -233,7 +237,7 @@ impl StagingBuffer {
     ) -> Result<()> {
         let bytes = device.packed_bytes();
         self.grow(bytes, usize::MAX, stream.context())?;
-        let policy = self.wait;
+        let policy = self.config.wait_policy;
         let pinned = self.capacity.buffer(bytes)?;
         let filled = pinned
             .as_mut_slice()
@@ -275,7 +279,7 @@ impl StagingBuffer {
     ) -> Result<()> {
         let bytes = device.packed_bytes();
         self.grow(bytes, usize::MAX, stream.context())?;
-        let wait = crate::waiting::for_transfer(self.wait, bytes, stream);
+        let wait = crate::waiting::for_transfer(self.config.wait_policy, bytes, stream);
         let pinned = self.capacity.buffer(bytes)?;
         stream.memcpy_2d_dtoh(&src.as_bytes_2d(), pinned, device.row_bytes())?;
         stream.synchronize_with(wait)

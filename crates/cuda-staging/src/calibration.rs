@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use cuda_core::{DeviceBuffer, Result, Stream};
 
-use crate::routing::{Direction, PerDirection};
+use crate::direction::{Direction, PerDirection};
 use crate::stats::StagingStats;
 use crate::StagingBuffer;
 
@@ -62,7 +62,7 @@ impl StagingBuffer {
         let mut dev = DeviceBuffer::<u8>::alloc_in(stream.context(), max)?;
         let mut host: Vec<u8> = (0..max).map(|i| (i % 251) as u8).collect();
         let saved_stats = self.stats;
-        let saved = self.routing.clone();
+        let saved = self.config;
         let mut samples = Vec::new();
         let outcome = (|| -> Result<()> {
             for direction in [Direction::HostToDevice, Direction::DeviceToHost] {
@@ -70,9 +70,9 @@ impl StagingBuffer {
                     let (mut staged, mut pageable) = (Vec::new(), Vec::new());
                     for rep in 0..=REPS {
                         for route_staged in [true, false] {
-                            self.routing.max =
+                            self.config.stage_max_bytes =
                                 PerDirection::both(if route_staged { usize::MAX } else { 0 });
-                            self.routing.min = PerDirection::both(0);
+                            self.config.stage_min_bytes = PerDirection::both(0);
                             let t = Instant::now();
                             match direction {
                                 Direction::HostToDevice => {
@@ -102,7 +102,7 @@ impl StagingBuffer {
             }
             Ok(())
         })();
-        self.routing = saved;
+        self.config = saved;
         self.stats = StagingStats {
             allocations: self.stats.allocations,
             peak_capacity_bytes: self.stats.peak_capacity_bytes,
@@ -112,11 +112,11 @@ impl StagingBuffer {
         outcome?;
         let (up_min, upload) = thresholds_from(&samples, Direction::HostToDevice);
         let (down_min, download) = thresholds_from(&samples, Direction::DeviceToHost);
-        self.routing.min = PerDirection {
+        self.config.stage_min_bytes = PerDirection {
             upload: up_min,
             download: down_min,
         };
-        self.routing.max = PerDirection { upload, download };
+        self.config.stage_max_bytes = PerDirection { upload, download };
         Ok(Calibration {
             upload_stage_min_bytes: up_min,
             upload_stage_max_bytes: upload,

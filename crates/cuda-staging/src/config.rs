@@ -1,16 +1,47 @@
-//! [`StagingConfig`]: how a [`StagingBuffer`] routes, copies and waits, in one value,
+//! [`StagingConfig`]: how a [`StagingBuffer`](crate::StagingBuffer) routes, copies and waits, in one value,
 //! and the buffer's methods that read and set it.
 
 use cuda_core::{Error, Result, WaitPolicy};
 
-use crate::buffer::{default_copy_threads, MAX_COPY_THREADS};
+use crate::direction::{Direction, PerDirection};
 use crate::pipeline::PIPELINE_WINDOW_BYTES;
-use crate::routing::{Direction, PerDirection, DEFAULT_STAGE_MIN_BYTES};
-use crate::StagingBuffer;
 
-/// How a [`StagingBuffer`] routes, copies and waits. [`StagingConfig::default`] holds
+/// Default lower routing bounds: below them `upload` / `download` hand the copy to
+/// the driver. For uploads under 32 KiB the driver's pageable path is as fast as a
+/// DMA from pinned memory, so a host copy can only add to it (32-core H200 host,
+/// `copy_probe small`, interleaved: 16 KiB 9.87 µs pageable, 9.80 raw pinned,
+/// 9.8-10.0 copy plus DMA at best); from 32 KiB staging wins (32 KiB: 10.1-11.4
+/// against 10.7-12.1 µs; 48 KiB: 11.4-12.8 against 14.0-14.9). The 16-core
+/// single-GPU H200 host agrees: staging 0.92-0.97x the driver from 4 to 24 KiB,
+/// 1.02-1.06x at 32 KiB. Downloads gain from staging at every size.
+pub const DEFAULT_STAGE_MIN_BYTES: PerDirection<usize> = PerDirection {
+    upload: 32 << 10,
+    download: 0,
+};
+
+/// The most copy threads one transfer uses (see [`StagingConfig::copy_threads`](crate::StagingConfig::copy_threads)).
+pub const MAX_COPY_THREADS: usize = 64;
+
+/// The most threads one transfer's host copy is split over by default, the caller
+/// included: see [`default_copy_threads`].
+pub const DEFAULT_COPY_THREADS: usize = 4;
+
+/// The copy-thread default of a new buffer: [`DEFAULT_COPY_THREADS`] (the caller
+/// and up to three pool helpers), fewer on a machine with fewer cores.
+///
+/// A split copy costs CPU on every thread that takes part for as long as the
+/// transfer lasts, so more threads buy latency with the program's cores: back to
+/// back, 16 threads took a 4915200 B `download` from 136 to 117 µs on the 16-core
+/// H200 host, for about 16 cores busy during it. Four threads keep a transfer's CPU
+/// per frame within twice the driver's own pageable path while staying faster than
+/// it (see the crate docs' table).
+pub fn default_copy_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, DEFAULT_COPY_THREADS))
+}
+
+/// How a [`StagingBuffer`](crate::StagingBuffer) routes, copies and waits. [`StagingConfig::default`] holds
 /// the measured choices; a program changes the fields it needs and hands the value to
-/// [`StagingBuffer::with_config`] or [`StagingBuffer::set_config`]:
+/// [`StagingBuffer::with_config`](crate::StagingBuffer::with_config) or [`StagingBuffer::set_config`](crate::StagingBuffer::set_config):
 ///
 /// ```
 /// use cuda_staging::{StagingBuffer, StagingConfig, WaitPolicy};
@@ -37,7 +68,7 @@ pub struct StagingConfig {
     pub stage_min_bytes: PerDirection<usize>,
     /// The upper routing bound of each direction: pageable transfers of more bytes go
     /// to the driver's pageable path. Default: none (`usize::MAX`).
-    /// [`StagingBuffer::set_auto_stage_max_bytes`] sets both.
+    /// [`StagingBuffer::set_auto_stage_max_bytes`](crate::StagingBuffer::set_auto_stage_max_bytes) sets both.
     pub stage_max_bytes: PerDirection<usize>,
     /// Whether a paced transfer goes to the driver's pageable path when the calling
     /// thread would copy it alone (no pool helper would take part; not in low-latency
@@ -87,8 +118,8 @@ pub struct StagingConfig {
     /// (three by default), whatever the frame rate. Switching it off lets every
     /// helper park after its current linger.
     pub low_latency: bool,
-    /// Whether batches ([`StagingBuffer::download_batch`],
-    /// [`StagingBuffer::upload_batch`]) go out as one `cuMemcpyBatchAsync` where the
+    /// Whether batches ([`StagingBuffer::download_batch`](crate::StagingBuffer::download_batch),
+    /// [`StagingBuffer::upload_batch`](crate::StagingBuffer::upload_batch)) go out as one `cuMemcpyBatchAsync` where the
     /// driver has it (the default), or as one queued copy per part; both end with one
     /// wait.
     pub batch_api: bool,
@@ -116,12 +147,12 @@ impl StagingConfig {
     /// path (`false`). Page-locked memory at or above the lower bound is DMA'd
     /// directly whatever this says.
     pub fn stages(&self, direction: Direction, bytes: usize) -> bool {
-        crate::routing::within_bounds(self.stage_min_bytes, self.stage_max_bytes, direction, bytes)
+        bytes >= self.stage_min_bytes.get(direction) && bytes <= self.stage_max_bytes.get(direction)
     }
 
     /// `self` as a buffer keeps it: the chunk size rounded up to 64 KiB; an error that
     /// names the field for a value no buffer can take.
-    fn checked(mut self, op: &'static str) -> Result<StagingConfig> {
+    pub(crate) fn checked(mut self, op: &'static str) -> Result<StagingConfig> {
         if !(1..=MAX_COPY_THREADS).contains(&self.copy_threads) {
             return Err(Error::InvalidArgument {
                 op,
@@ -147,73 +178,10 @@ impl StagingConfig {
     }
 }
 
-impl StagingBuffer {
-    /// An empty staging buffer configured by `config`: pins nothing until the first
-    /// transfer needs it. Errors as [`StagingBuffer::set_config`].
-    pub fn with_config(config: StagingConfig) -> Result<StagingBuffer> {
-        let mut s = StagingBuffer::new();
-        s.set_config(config)?;
-        Ok(s)
-    }
-
-    /// How this buffer routes, copies and waits.
-    pub fn config(&self) -> StagingConfig {
-        StagingConfig {
-            stage_min_bytes: self.routing.min,
-            stage_max_bytes: self.routing.max,
-            driver_after_gap: self.routing.driver_after_gap,
-            wait_policy: self.wait,
-            copy_threads: self.copy_threads,
-            pipeline_chunk_bytes: self.chunk_bytes,
-            low_latency: self.low_latency,
-            batch_api: self.batch_api,
-        }
-    }
-
-    /// Configures this buffer from the next transfer on. A value no buffer can take
-    /// (`copy_threads` of 0 or past [`MAX_COPY_THREADS`], `pipeline_chunk_bytes` past
-    /// [`PIPELINE_WINDOW_BYTES`]) is [`Error::InvalidArgument`] naming the field, and
-    /// changes nothing. The chunk size is rounded up to 64 KiB. Switching
-    /// `low_latency` off lets the helpers it kept spinning park.
-    pub fn set_config(&mut self, config: StagingConfig) -> Result<()> {
-        let c = config.checked("StagingBuffer::set_config")?;
-        let cooling = self.low_latency && !c.low_latency;
-        self.routing.min = c.stage_min_bytes;
-        self.routing.max = c.stage_max_bytes;
-        self.routing.driver_after_gap = c.driver_after_gap;
-        self.wait = c.wait_policy;
-        self.copy_threads = c.copy_threads;
-        self.chunk_bytes = c.pipeline_chunk_bytes;
-        self.low_latency = c.low_latency;
-        self.batch_api = c.batch_api;
-        if cooling {
-            if let Some(pool) = crate::pool::existing() {
-                pool.cool();
-            }
-        }
-        Ok(())
-    }
-
-    /// The routing threshold of `upload` / `download`: transfers of at most this many
-    /// bytes are staged (within the other routing rules), larger ones go to the
-    /// driver's pageable path. When the two directions differ, the smaller.
-    pub fn auto_stage_max_bytes(&self) -> usize {
-        self.routing.max.upload.min(self.routing.max.download)
-    }
-
-    /// Sets the routing threshold of both directions
-    /// ([`StagingConfig::stage_max_bytes`]), and nothing else: transfers of more
-    /// bytes go to the driver's pageable path. `0` sends every non-empty convenience
-    /// transfer to the driver; `usize::MAX` (the default) sets no bound.
-    /// [`crate::DEFAULT_AUTO_STAGE_MAX_BYTES`] is the seed's 512 KiB.
-    pub fn set_auto_stage_max_bytes(&mut self, bytes: usize) {
-        self.routing.max = PerDirection::both(bytes);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::StagingBuffer;
 
     #[test]
     fn a_config_is_kept_as_given_and_a_bad_one_changes_nothing() {

@@ -328,6 +328,7 @@ mod config;
 mod copy;
 mod cpu;
 mod cpu_clock;
+mod direction;
 mod elements;
 mod events;
 mod fill;
@@ -340,6 +341,7 @@ mod ring;
 mod routing;
 mod rows;
 mod stats;
+mod stores;
 mod sync;
 mod trace;
 mod tuning;
@@ -347,10 +349,11 @@ mod waiting;
 
 pub use batch::{DownloadBatch, Landed, Part, UploadBatch, MAX_BATCH_PARTS};
 pub use budget::{pinned_bytes, pinned_limit, set_pinned_limit, PINNED_LIMIT_ENV};
-pub use buffer::{default_copy_threads, StagingBuffer, DEFAULT_COPY_THREADS, MAX_COPY_THREADS};
+pub use buffer::StagingBuffer;
 pub use calibration::{Calibration, CalibrationSample};
 pub use config::StagingConfig;
-pub use copy::copy_for_dma;
+pub use config::DEFAULT_STAGE_MIN_BYTES;
+pub use config::{default_copy_threads, DEFAULT_COPY_THREADS, MAX_COPY_THREADS};
 /// The cudarc the `cudarc` feature bridges to.
 #[cfg(feature = "cudarc")]
 pub use cuda_core::cudarc;
@@ -366,6 +369,7 @@ pub use cuda_core::{
 pub use cuda_core::{
     DeviceSlice2d, DeviceSlice2dMut, DeviceView2d, DeviceView2dMut, Layout2d, PitchedBuffer,
 };
+pub use direction::{Direction, PerDirection};
 pub use fill::FillError;
 pub use pipeline::PIPELINE_WINDOW_BYTES;
 pub use pool::{
@@ -374,8 +378,8 @@ pub use pool::{
 };
 pub use ring::Ticket2d;
 pub use ring::{BatchTicket, RingStats, StagingRing, Ticket, DEFAULT_RING_SLOTS, MAX_RING_SLOTS};
-pub use routing::{Direction, PerDirection, DEFAULT_STAGE_MIN_BYTES};
 pub use stats::StagingStats;
+pub use stores::copy_for_dma;
 
 /// A fixed routing threshold for [`StagingBuffer::upload`] / [`StagingBuffer::download`]:
 /// 512 KiB.

@@ -12,8 +12,9 @@ use cuda_core::{
 };
 
 use crate::capacity::internal;
-use crate::copy::{streams, Copier};
-use crate::routing::Direction;
+use crate::copy::Copier;
+use crate::direction::Direction;
+use crate::stores::streams;
 
 /// The largest pinned window the convenience path (`upload` / `download`) grows
 /// to. Larger transfers stream through it in chunks, so a 1 GiB `upload` does not pin

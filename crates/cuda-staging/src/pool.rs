@@ -35,9 +35,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::copy::CopyKind;
 use crate::job::{Job, MAX_PARTS};
 use crate::prefetch::prefetch_for_write;
+use crate::stores::CopyKind;
 use crate::sync::{fence, Ordering};
 
 mod control;

@@ -26,12 +26,13 @@ use cuda_core::{
 
 use crate::batch::{DownloadBatch, Landed};
 use crate::budget::BudgetedPinned;
-use crate::buffer::default_copy_threads;
 use crate::capacity::{grow_capacity, least_capacity};
-use crate::copy::{streams, Copier};
+use crate::config::default_copy_threads;
+use crate::copy::Copier;
+use crate::direction::Direction;
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::fill::FillError;
-use crate::routing::Direction;
+use crate::stores::streams;
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
 

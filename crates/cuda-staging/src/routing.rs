@@ -20,68 +20,8 @@ use std::ffi::c_void;
 
 use cuda_core::{query_host_memory, Context, HostMemory};
 
-/// The direction of a transfer, for per-direction routing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// Host to device (`upload`).
-    HostToDevice,
-    /// Device to host (`download`).
-    DeviceToHost,
-}
-
-/// One value for uploads and one for downloads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct PerDirection<T> {
-    /// For [`Direction::HostToDevice`].
-    pub upload: T,
-    /// For [`Direction::DeviceToHost`].
-    pub download: T,
-}
-
-impl<T: Copy> PerDirection<T> {
-    /// The same value for both directions.
-    pub const fn both(v: T) -> PerDirection<T> {
-        PerDirection {
-            upload: v,
-            download: v,
-        }
-    }
-
-    /// The value for `direction`.
-    pub fn get(&self, direction: Direction) -> T {
-        match direction {
-            Direction::HostToDevice => self.upload,
-            Direction::DeviceToHost => self.download,
-        }
-    }
-
-    /// Sets the value for `direction`.
-    pub fn set(&mut self, direction: Direction, v: T) {
-        match direction {
-            Direction::HostToDevice => self.upload = v,
-            Direction::DeviceToHost => self.download = v,
-        }
-    }
-
-    /// `self` with the value for `direction` replaced by `v`.
-    pub fn with(mut self, direction: Direction, v: T) -> PerDirection<T> {
-        self.set(direction, v);
-        self
-    }
-}
-
-/// Default lower routing bounds: below them `upload` / `download` hand the copy to
-/// the driver. For uploads under 32 KiB the driver's pageable path is as fast as a
-/// DMA from pinned memory, so a host copy can only add to it (32-core H200 host,
-/// `copy_probe small`, interleaved: 16 KiB 9.87 µs pageable, 9.80 raw pinned,
-/// 9.8-10.0 copy plus DMA at best); from 32 KiB staging wins (32 KiB: 10.1-11.4
-/// against 10.7-12.1 µs; 48 KiB: 11.4-12.8 against 14.0-14.9). The 16-core
-/// single-GPU H200 host agrees: staging 0.92-0.97x the driver from 4 to 24 KiB,
-/// 1.02-1.06x at 32 KiB. Downloads gain from staging at every size.
-pub const DEFAULT_STAGE_MIN_BYTES: PerDirection<usize> = PerDirection {
-    upload: 32 << 10,
-    download: 0,
-};
+use crate::config::StagingConfig;
+use crate::direction::{Direction, PerDirection};
 
 /// How `upload` / `download` move one transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,14 +34,9 @@ pub(crate) enum Route {
     Staged,
 }
 
-/// The routing bounds of one buffer, and its memo of the last page-lock answers.
-#[derive(Clone, Debug)]
+/// A buffer's memo of the last page-lock answers, one per direction.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Routing {
-    pub(crate) min: PerDirection<usize>,
-    pub(crate) max: PerDirection<usize>,
-    /// Paced transfers the caller would copy alone go to the driver
-    /// (`StagingConfig::driver_after_gap`).
-    pub(crate) driver_after_gap: bool,
     memo: PerDirection<LockMemo>,
 }
 
@@ -118,38 +53,23 @@ struct LockMemo {
 /// The driver is asked again after this many answers from the memo.
 const MEMO_USES: u32 = 64;
 
-impl Default for Routing {
-    fn default() -> Self {
-        Routing {
-            min: DEFAULT_STAGE_MIN_BYTES,
-            max: PerDirection::both(usize::MAX),
-            driver_after_gap: true,
-            memo: PerDirection::default(),
-        }
-    }
-}
-
 impl Routing {
-    /// Whether pageable transfers of `bytes` are staged.
-    pub(crate) fn stages(&self, direction: Direction, bytes: usize) -> bool {
-        within_bounds(self.min, self.max, direction, bytes)
-    }
-
     /// The route of a transfer of `bytes` from or into `host`. Below the lower bound
     /// the page-lock query is skipped: the driver's path is as fast for page-locked
     /// memory as for pageable there.
     pub(crate) fn route(
         &mut self,
+        config: &StagingConfig,
         ctx: &Context,
         direction: Direction,
         host: *const u8,
         bytes: usize,
     ) -> Route {
-        if bytes < self.min.get(direction) {
+        if bytes < config.stage_min_bytes.get(direction) {
             Route::Driver
         } else if self.page_locked(ctx, direction, host, bytes) {
             Route::PageLocked
-        } else if !self.stages(direction, bytes) {
+        } else if !config.stages(direction, bytes) {
             Route::Driver
         } else {
             Route::Staged
@@ -186,17 +106,6 @@ impl Routing {
         );
         page_locked
     }
-}
-
-/// Whether `bytes` moving `direction` lie within the routing bounds `min..=max`
-/// (staged, unless the rule after a gap hands them to the driver).
-pub(crate) fn within_bounds(
-    min: PerDirection<usize>,
-    max: PerDirection<usize>,
-    direction: Direction,
-    bytes: usize,
-) -> bool {
-    bytes >= min.get(direction) && bytes <= max.get(direction)
 }
 
 /// The page-lock range rule: all of `[host, host + bytes)` is page-locked when the
@@ -248,18 +157,18 @@ mod tests {
 
     #[test]
     fn default_routing_hands_small_uploads_to_the_driver() {
-        let mut r = Routing::default();
+        let mut c = StagingConfig::default();
         let h2d = Direction::HostToDevice;
-        assert!(!r.stages(h2d, 4096));
-        assert!(!r.stages(h2d, (32 << 10) - 1));
-        assert!(r.stages(h2d, 32 << 10));
-        assert!(r.stages(h2d, 64 << 20));
-        assert!(r.stages(Direction::DeviceToHost, 1));
-        r.max = PerDirection::both(crate::DEFAULT_AUTO_STAGE_MAX_BYTES);
-        r.min = PerDirection::both(0);
-        assert!(r.stages(h2d, 1));
-        assert!(r.stages(h2d, 512 << 10));
-        assert!(!r.stages(h2d, (512 << 10) + 1));
+        assert!(!c.stages(h2d, 4096));
+        assert!(!c.stages(h2d, (32 << 10) - 1));
+        assert!(c.stages(h2d, 32 << 10));
+        assert!(c.stages(h2d, 64 << 20));
+        assert!(c.stages(Direction::DeviceToHost, 1));
+        c.stage_max_bytes = PerDirection::both(crate::DEFAULT_AUTO_STAGE_MAX_BYTES);
+        c.stage_min_bytes = PerDirection::both(0);
+        assert!(c.stages(h2d, 1));
+        assert!(c.stages(h2d, 512 << 10));
+        assert!(!c.stages(h2d, (512 << 10) + 1));
     }
 
     #[test]

@@ -13,7 +13,8 @@
 use cuda_core::{Layout2d, Result};
 
 use crate::capacity::internal;
-use crate::copy::{streams, Copier};
+use crate::copy::Copier;
+use crate::stores::streams;
 
 /// Copies `host`'s rows out of `src` (rows `host.pitch_bytes()` apart) into the
 /// first `host.packed_bytes()` of `dst`, packed, on `copier`'s threads where the rows

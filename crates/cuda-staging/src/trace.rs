@@ -36,7 +36,8 @@
 //! allocation.
 
 use crate::copy::Copier;
-use crate::routing::{Direction, Route};
+use crate::direction::Direction;
+use crate::routing::Route;
 
 /// The `route` field of a transfer's span.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

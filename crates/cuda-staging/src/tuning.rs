@@ -3,8 +3,11 @@
 //! Programs size the pool with [`crate::set_copy_pool_threads`] and each buffer with
 //! [`crate::StagingConfig::copy_threads`].
 
-use crate::routing::{Direction, PerDirection};
+use crate::direction::{Direction, PerDirection};
 use std::time::Duration;
+
+/// Below this, a host copy runs on the calling thread alone.
+pub(crate) const PARALLEL_MIN_BYTES: usize = 64 << 10;
 
 /// A helper spins this long after its part of a copy before it parks, when more is
 /// coming soon: the next chunk of the same pipelined transfer (a chunk's DMA takes
@@ -124,7 +127,7 @@ pub(crate) fn helpers_to_wake(
     hot: bool,
 ) -> usize {
     let (min, per) = if hot {
-        (crate::copy::PARALLEL_MIN_BYTES, BACK_TO_BACK_HELPER_BYTES)
+        (PARALLEL_MIN_BYTES, BACK_TO_BACK_HELPER_BYTES)
     } else {
         let min = match direction {
             Direction::HostToDevice => WAKE_MIN_BYTES,
@@ -132,7 +135,7 @@ pub(crate) fn helpers_to_wake(
         };
         (min, HELPER_BYTES)
     };
-    if threads < 2 || copy_bytes < min.max(crate::copy::PARALLEL_MIN_BYTES) {
+    if threads < 2 || copy_bytes < min.max(PARALLEL_MIN_BYTES) {
         return 0;
     }
     (copy_bytes / per.max(1)).clamp(1, threads - 1)

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use cuda_core::{Result, Stream, WaitPolicy};
 
-use crate::routing::Direction;
+use crate::direction::Direction;
 
 /// The link speed a wait assumes for the transfer's own copies, in bytes per µs
 /// (40 GB/s). The H200 host's PCIe Gen5 link moves 45-50 GB/s from pinned memory

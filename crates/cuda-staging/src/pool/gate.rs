@@ -33,7 +33,7 @@
 //! finished (`job.rs`, step 4), so no claimant sees the next publication's gate.
 
 use super::Pool;
-use crate::copy::CopyKind;
+use crate::stores::CopyKind;
 use crate::sync::{spin_hint, AtomicU32, Ordering};
 
 const STATE: u32 = 0b11;

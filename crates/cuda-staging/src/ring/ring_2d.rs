@@ -10,9 +10,9 @@ use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Layout2d, Result, Stream};
 
 use super::{missing, StagingRing, Ticket};
 use crate::copy::Copier;
+use crate::direction::Direction;
 use crate::elements::{cast_mut, no_bytes};
 use crate::region_2d::{device_rows, host_rows, region_len};
-use crate::routing::Direction;
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::{rows, StagingPod};
 

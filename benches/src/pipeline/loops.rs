@@ -22,7 +22,7 @@ use cuda_staging::{BatchTicket, WaitPolicy};
 
 use super::cpu::{postprocess, preprocess, Outputs, INPUT_LEN, SOURCE_FRAMES};
 use super::device::OutputParts;
-use super::workload::{check_frame, Workload};
+use super::workload::{check_frame, RingSplit, Workload};
 use crate::cpu_time;
 use crate::stats::Summary;
 
@@ -82,38 +82,6 @@ pub struct LoopRun {
     /// The process's CPU time per timed frame, µs; `None` where the CPU clock is
     /// unavailable.
     pub cpu_us: Option<f64>,
-}
-
-/// Where the calling thread's time went in a ring loop, summed over its frames: the
-/// upload (the preprocessing inside its fill, and queueing it), the wait for a
-/// frame's outputs, and the post-processing with its check. Thread CPU
-/// (`CLOCK_THREAD_CPUTIME_ID`) and wall time; zero where the clock is unavailable.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct RingSplit {
-    /// Frames summed.
-    pub frames: u32,
-    /// The upload's thread CPU.
-    pub upload_cpu: Duration,
-    /// The wait's wall time.
-    pub wait_wall: Duration,
-    /// The wait's thread CPU.
-    pub wait_cpu: Duration,
-    /// The post-processing's thread CPU.
-    pub post_cpu: Duration,
-}
-
-impl RingSplit {
-    /// Per frame, µs: (upload CPU, wait wall, wait CPU, post-processing CPU).
-    pub fn per_frame_us(&self) -> (f64, f64, f64, f64) {
-        let n = f64::from(self.frames.max(1));
-        let us = |d: Duration| d.as_secs_f64() * 1e6 / n;
-        (
-            us(self.upload_cpu),
-            us(self.wait_wall),
-            us(self.wait_cpu),
-            us(self.post_cpu),
-        )
-    }
 }
 
 /// The calling thread's CPU time spent in `f`, and its result.

@@ -364,7 +364,7 @@ fn run_pipeline(
 
 /// A progress line: where the calling thread's time went per frame of ring loop
 /// `name`.
-fn ring_split_line(name: &str, split: &loops::RingSplit) -> String {
+fn ring_split_line(name: &str, split: &workload::RingSplit) -> String {
     let (up, wait_wall, wait_cpu, post) = split.per_frame_us();
     format!(
         "{name}: the calling thread per frame: upload (with preprocessing) {up:.0} us of CPU, \

@@ -6,6 +6,8 @@
 //! Every frame's result is checked against the checksum computed on the CPU alone
 //! at start: a wrong or stale output is an error, never a measurement.
 
+use std::time::Duration;
+
 use cuda_core::{Error, PinnedBuffer};
 use cuda_staging::{StagingBuffer, StagingRing};
 
@@ -63,7 +65,7 @@ pub struct Workload<'g> {
     /// The `ring` loop's uploads.
     pub(super) up: StagingRing,
     /// Where the calling thread's time went in the last ring loop.
-    pub(super) ring_split: super::loops::RingSplit,
+    pub(super) ring_split: RingSplit,
     /// The `ring` loop's downloads.
     pub(super) down: StagingRing,
 }
@@ -116,7 +118,7 @@ impl<'g> Workload<'g> {
             staging: StagingBuffer::new(),
             up,
             down: StagingRing::new(),
-            ring_split: super::loops::RingSplit::default(),
+            ring_split: RingSplit::default(),
         })
     }
 
@@ -191,5 +193,37 @@ mod tests {
         );
         let e = check_frame(&expected, "ring", 0, 99).unwrap_err();
         assert!(e.contains("no frame's result"), "{e}");
+    }
+}
+
+/// Where the calling thread's time went in a ring loop, summed over its frames: the
+/// upload (the preprocessing inside its fill, and queueing it), the wait for a
+/// frame's outputs, and the post-processing with its check. Thread CPU
+/// (`CLOCK_THREAD_CPUTIME_ID`) and wall time; zero where the clock is unavailable.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RingSplit {
+    /// Frames summed.
+    pub frames: u32,
+    /// The upload's thread CPU.
+    pub upload_cpu: Duration,
+    /// The wait's wall time.
+    pub wait_wall: Duration,
+    /// The wait's thread CPU.
+    pub wait_cpu: Duration,
+    /// The post-processing's thread CPU.
+    pub post_cpu: Duration,
+}
+
+impl RingSplit {
+    /// Per frame, µs: (upload CPU, wait wall, wait CPU, post-processing CPU).
+    pub fn per_frame_us(&self) -> (f64, f64, f64, f64) {
+        let n = f64::from(self.frames.max(1));
+        let us = |d: Duration| d.as_secs_f64() * 1e6 / n;
+        (
+            us(self.upload_cpu),
+            us(self.wait_wall),
+            us(self.wait_cpu),
+            us(self.post_cpu),
+        )
     }
 }

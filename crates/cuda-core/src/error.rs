@@ -323,13 +323,14 @@ pub struct DriverError {
 }
 
 impl DriverError {
-    /// Describes `code`.
-    pub fn new(code: CuResult) -> DriverError {
-        let (mut name, mut description) = (None, None);
-        if let Some(d) = cuda_sys::driver_if_loaded() {
-            name = crate::result::error_name(d, code);
-            description = crate::result::error_string(d, code);
-        }
+    /// `code` with the name and description the driver gave for it, each filled in
+    /// from the built-in table where the driver gave none. [`DriverError::new`]
+    /// (in `result`, where the driver is asked) is the public way to make one.
+    pub(crate) fn described(
+        code: CuResult,
+        mut name: Option<&'static str>,
+        mut description: Option<&'static str>,
+    ) -> DriverError {
         if name.is_none() || description.is_none() {
             if let Some(&(_, n, s)) = KNOWN_CODES.iter().find(|(c, _, _)| *c == code) {
                 name = name.or(Some(n));

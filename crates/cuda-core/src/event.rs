@@ -216,3 +216,21 @@ impl fmt::Debug for Event {
             .finish()
     }
 }
+
+impl Stream {
+    /// Makes work queued on this stream after this call wait (on the device) until
+    /// `event` has completed (`cuStreamWaitEvent`). An event never recorded does
+    /// not hold anything up.
+    pub fn wait(&self, event: &Event) -> Result<()> {
+        self.state().check_thread("Stream::wait")?;
+        if !event.context().same_as(&self.state().ctx) {
+            return Err(Error::ContextMismatch {
+                op: "Stream::wait",
+                what: "the event",
+            });
+        }
+        let _g = self.state().ctx.enter()?;
+        // SAFETY: both handles are alive while borrowed, in the same context.
+        unsafe { result::stream_wait_event(self.as_raw(), event.as_raw()) }
+    }
+}

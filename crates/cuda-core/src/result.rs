@@ -31,7 +31,20 @@ pub fn check(code: CuResult) -> Result<()> {
     }
 }
 
-pub(crate) fn error_name(d: &Driver, code: CuResult) -> Option<&'static str> {
+impl DriverError {
+    /// Describes `code`: its name and description from the driver
+    /// (`cuGetErrorName` / `cuGetErrorString`) when it is loaded, otherwise from a
+    /// built-in table.
+    pub fn new(code: CuResult) -> DriverError {
+        let (name, description) = match cuda_sys::driver_if_loaded() {
+            Some(d) => (error_name(d, code), error_string(d, code)),
+            None => (None, None),
+        };
+        DriverError::described(code, name, description)
+    }
+}
+
+fn error_name(d: &Driver, code: CuResult) -> Option<&'static str> {
     let mut p = ptr::null();
     // SAFETY: `p` is a valid out-pointer; the driver writes a pointer to a static
     // string or leaves an error.
@@ -39,7 +52,7 @@ pub(crate) fn error_name(d: &Driver, code: CuResult) -> Option<&'static str> {
     static_str(rc, p)
 }
 
-pub(crate) fn error_string(d: &Driver, code: CuResult) -> Option<&'static str> {
+fn error_string(d: &Driver, code: CuResult) -> Option<&'static str> {
     let mut p = ptr::null();
     // SAFETY: as in `error_name`.
     let rc = unsafe { (d.cuGetErrorString)(code, &mut p) };

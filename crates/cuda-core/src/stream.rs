@@ -9,7 +9,6 @@ use cuda_sys::CUstream;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::event::Event;
 use crate::memory::{
     DeviceAccess, DeviceSlice, DeviceSliceMut, HostAccess, PageLockedSlice, PageLockedSliceMut,
 };
@@ -76,13 +75,13 @@ impl Stream {
     /// `CU_STREAM_PER_THREAD` (`0x2`) names a different stream on every thread: the
     /// returned `Stream` is the calling thread's per-thread stream of `ctx`, bound to
     /// this thread. Every operation that names it (queued copies and memsets,
-    /// [`Event::record`] on it, `synchronize`, `query`, `wait`, views of cudarc
+    /// [`Event::record`](crate::Event::record) on it, `synchronize`, `query`, `wait`, views of cudarc
     /// memory for it) checks the calling thread and elsewhere returns
     /// [`Error::WrongThread`] before any driver call, changing nothing. Buffers with
     /// copies queued on it may still be read, written and dropped on any thread: an
     /// event recorded after each operation queued on it (one `cuEventRecord` more
     /// per operation) is what a wait there waits on, as waits through an
-    /// [`Event`] do.
+    /// [`Event`](crate::Event) do.
     ///
     /// # Safety
     /// 1. `raw` is a live stream of `ctx` (or null or `CU_STREAM_LEGACY`, the legacy
@@ -127,7 +126,7 @@ impl Stream {
     /// error, so that no queued copy is left running into or out of memory the
     /// caller then reuses or frees; the stream's work then counts as over when that
     /// shows it ended (done, or ended by a sticky fault), as after a failed
-    /// [`Event::synchronize`]. A stream being captured into a graph cannot be waited
+    /// [`Event::synchronize`](crate::Event::synchronize). A stream being captured into a graph cannot be waited
     /// for: its work queued before the capture stays pending, and the buffers it used
     /// say so (an error from their fallible accessors, a panic from `Deref`, a leak
     /// from `Drop`). After a GPU
@@ -135,7 +134,7 @@ impl Stream {
     /// the GPU faults" in the crate docs.
     ///
     /// On a per-thread stream, from another thread than the one that borrowed it:
-    /// [`Error::WrongThread`] (wait through an [`Event`] there instead).
+    /// [`Error::WrongThread`] (wait through an [`Event`](crate::Event) there instead).
     pub fn synchronize(&self) -> Result<()> {
         self.synchronize_with(WaitPolicy::default())
     }
@@ -160,22 +159,6 @@ impl Stream {
             self.state.mark_complete(upto);
         }
         Ok(done)
-    }
-
-    /// Makes work queued on this stream after this call wait (on the device) until
-    /// `event` has completed (`cuStreamWaitEvent`). An event never recorded does
-    /// not hold anything up.
-    pub fn wait(&self, event: &Event) -> Result<()> {
-        self.state.check_thread("Stream::wait")?;
-        if !event.context().same_as(&self.state.ctx) {
-            return Err(Error::ContextMismatch {
-                op: "Stream::wait",
-                what: "the event",
-            });
-        }
-        let _g = self.state.ctx.enter()?;
-        // SAFETY: both handles are alive while borrowed, in the same context.
-        unsafe { result::stream_wait_event(self.state.raw, event.as_raw()) }
     }
 
     /// The context this stream belongs to.

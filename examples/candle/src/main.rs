@@ -565,8 +565,10 @@ fn floors(gpu: &Gpu, model: &Model, side: usize) -> Res<[f64; 3]> {
 /// memory and an event after it, and one query of that event. Only the calls are
 /// timed; the stream is synchronized after them, untimed. The floor of what any
 /// library adds to the model's queueing on the loop's thread. Also returned, p50:
-/// producing the pixels into that pinned memory (one buffer, the same every frame).
-fn bare_copies_us(side: usize) -> Res<(f64, f64)> {
+/// producing the pixels into that pinned memory (one buffer, the same every frame),
+/// and a synchronous upload made bare: the input's copy from pinned memory, then
+/// `cuStreamSynchronize` (what `StagingBuffer::upload_with` waits for).
+fn bare_copies_us(side: usize) -> Res<[f64; 3]> {
     use cuda_staging::cudarc::driver::{result, sys};
     let driver = |what: &'static str| move |e: result::DriverError| format!("{what}: {e:?}");
     // `CU_STREAM_PER_THREAD`, the stream candle's default device runs on.
@@ -588,6 +590,7 @@ fn bare_copies_us(side: usize) -> Res<(f64, f64)> {
     let px = unsafe { std::slice::from_raw_parts_mut(host.cast::<f32>(), n + OUTPUTS) };
     let (input, output) = px.split_at_mut(n);
     let (mut times, mut produced) = (Vec::with_capacity(FRAMES), Vec::with_capacity(FRAMES));
+    let mut synced = Vec::with_capacity(FRAMES);
     let mut run = || -> Res<()> {
         for k in 0..WARMUP_FRAMES + FRAMES {
             let t = Instant::now();
@@ -610,9 +613,18 @@ fn bare_copies_us(side: usize) -> Res<(f64, f64)> {
             // SAFETY: the stream is this thread's per-thread stream.
             unsafe { result::stream::synchronize(stream) }
                 .map_err(driver("cuStreamSynchronize"))?;
+            produce(k + 1, side, input);
+            let t1 = Instant::now();
+            // SAFETY: as above; the stream is synchronized before `input` is reused.
+            unsafe {
+                result::memcpy_htod_async(dev, input, stream)
+                    .map_err(driver("cuMemcpyHtoDAsync"))?;
+                result::stream::synchronize(stream).map_err(driver("cuStreamSynchronize"))?;
+            }
             if k >= WARMUP_FRAMES {
                 times.push(t);
                 produced.push(p);
+                synced.push(t1.elapsed());
             }
         }
         Ok(())
@@ -627,9 +639,10 @@ fn bare_copies_us(side: usize) -> Res<(f64, f64)> {
         let _ = result::event::destroy(down);
     }
     r?;
-    times.sort_unstable();
-    produced.sort_unstable();
-    Ok((percentile_us(&times, 50), percentile_us(&produced, 50)))
+    Ok([times, produced, synced].map(|mut t| {
+        t.sort_unstable();
+        percentile_us(&t, 50)
+    }))
 }
 
 /// One frame size: every way, `ROUNDS` times in turn; prints the table.
@@ -711,18 +724,22 @@ fn measure(gpu: &Gpu, model: &Model, st: &mut Staging, side: usize) -> Res<()> {
         println!("{line}");
     }
     let [produce_us, queue_us, model_us] = floors(gpu, model, side)?;
-    let (bare_us, pinned_us) = bare_copies_us(side)?;
+    let [bare_us, pinned_us, sync_up_us] = bare_copies_us(side)?;
     println!(
         "floors, p50 per frame: producing the pixels {produce_us:.1} us into a Vec, \
          {pinned_us:.1} us into pinned memory; on an input already on the GPU, candle \
          queueing the model {queue_us:.1} us, the model with its output read back \
-         {model_us:.1} us; the ring's driver calls, bare, {bare_us:.1} us"
+         {model_us:.1} us; the ring's driver calls, bare, {bare_us:.1} us; a synchronous \
+         upload from pinned memory, bare, {sync_up_us:.1} us"
     );
     let pipelined = pinned_us + queue_us + bare_us;
+    let synchronous = pinned_us + sync_up_us + model_us;
     println!(
-        "so a pipelined frame filled in pinned memory takes at least {pipelined:.1} us of the \
-         loop's thread on this host: at most {:.2}x candle's frames/s",
-        1e6 / pipelined / base_fps
+        "so on this host a frame filled in pinned memory takes at least {pipelined:.1} us of \
+         the loop's thread pipelined (at most {:.2}x candle's frames/s) and {synchronous:.1} \
+         us synchronous (at most {:.2}x)",
+        1e6 / pipelined / base_fps,
+        1e6 / synchronous / base_fps
     );
     println!(
         "outputs: every frame of every way bit-identical to candle's own ({} frames per way)",

@@ -10,15 +10,17 @@ use cuda_core::{
 };
 
 use crate::burst::Burst;
-use crate::capacity::Capacity;
+use crate::capacity::{internal, Capacity};
 use crate::config::StagingConfig;
 use crate::copy::Copier;
 use crate::direction::{Direction, PerDirection};
 use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::events::PipelineEvents;
 use crate::fill::FillError;
-use crate::pipeline::{Plan, Stage, MAX_SLOTS, PIPELINE_WINDOW_BYTES};
-use crate::routing::{Route, Routing};
+use crate::page_lock::PageLocks;
+use crate::pipeline::Stage;
+use crate::plan::{MAX_SLOTS, PIPELINE_WINDOW_BYTES};
+use crate::routing::{self, Ask, Decision, Host, Route, Staged, Transfer};
 use crate::stats::StagingStats;
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
@@ -26,12 +28,6 @@ use crate::StagingPod;
 /// Low-latency mode keeps a buffer's helpers spinning while its transfers come at
 /// least this often.
 pub(crate) const KEEP_HOT: Duration = Duration::from_millis(100);
-
-/// Uploads copy in on at most this many threads. On the 16-core H200 host 16
-/// threads left uploads within 4% of 8 (issue 5's runs), while downloads gained
-/// (below), so uploads keep the setting their back-to-back numbers were measured
-/// with.
-pub(crate) const UPLOAD_MAX_THREADS: usize = 8;
 
 /// A grow-on-demand, reused page-locked host buffer used to stage transfers.
 ///
@@ -43,7 +39,7 @@ pub struct StagingBuffer {
     /// How this buffer routes, copies and waits.
     pub(crate) config: StagingConfig,
     /// The memo of the last page-lock answers.
-    routing: Routing,
+    page_locks: PageLocks,
     /// One per pipeline slot, for each of the last few contexts used.
     events: PipelineEvents,
     burst: Burst,
@@ -106,7 +102,7 @@ impl StagingBuffer {
             capacity: Capacity::default(),
             stats: StagingStats::default(),
             config: StagingConfig::default(),
-            routing: Routing::default(),
+            page_locks: PageLocks::default(),
             events: PipelineEvents::default(),
             burst: Burst::default(),
             reserved: 0,
@@ -379,20 +375,18 @@ impl StagingBuffer {
         };
         let mut span = TransferSpan::start(op, direction, bytes);
         self.begin_transfer();
-        let mut route = self
-            .routing
-            .route(&self.config, stream.context(), direction, host, bytes);
-        let mut copier = None;
-        if route == Route::Staged {
-            let c = self.copier(bytes, direction);
-            if self.paced_to_driver(c.helpers(), bytes, direction) {
-                route = Route::Driver;
-            } else {
-                copier = Some(c);
-            }
-        }
-        let r = match (route, copier) {
-            (Route::Staged, Some(copier)) => self.staged(leg, stream, copier, &span),
+        let t = self.transfer_facts(bytes, direction, Host::Caller);
+        let mut ask = Machine {
+            page_locks: &mut self.page_locks,
+            ctx: stream.context(),
+            direction,
+            host,
+            bytes,
+        };
+        let decision = routing::decide(&self.config, &t, &mut ask);
+        let route = decision.route();
+        let r = match decision {
+            Decision::Staged(plan) => self.staged(leg, stream, plan, &span),
             _ => {
                 span.route(SpanRoute::of(route, 1));
                 span.no_copy();
@@ -424,37 +418,23 @@ impl StagingBuffer {
         Ok(())
     }
 
-    /// Through the pinned window, pipelined per [`Plan`]; the plan goes into `span`.
+    /// Through the pinned window, pipelined as `staged` says; the plan goes into
+    /// `span`.
     fn staged(
         &mut self,
         leg: Leg<'_>,
         stream: &Stream,
-        copier: Copier<'static>,
+        staged: Staged,
         span: &TransferSpan,
     ) -> Result<()> {
         let direction = leg.direction();
         let (_, bytes) = leg.host();
         let ctx = stream.context();
-        let want = if bytes <= self.capacity().max(PIPELINE_WINDOW_BYTES) {
-            bytes
-        } else {
-            PIPELINE_WINDOW_BYTES
-        };
-        self.grow(want, PIPELINE_WINDOW_BYTES, ctx)?;
-        // No helper: the caller copies alone, mid-size uploads in two halves (see
-        // `Plan`).
-        let solo = copier.helpers() == 0;
-        let plan = Plan::new(
-            bytes,
-            self.capacity(),
-            self.config.pipeline_chunk_bytes,
-            direction,
-            solo,
-        );
-        let copier = match direction {
-            Direction::HostToDevice => copier.at_most(UPLOAD_MAX_THREADS),
-            Direction::DeviceToHost => copier,
-        };
+        let plan = staged
+            .plan
+            .ok_or_else(|| internal("a staged transfer without a plan"))?;
+        self.grow(staged.window, PIPELINE_WINDOW_BYTES, ctx)?;
+        let copier = Copier::shaped(staged.copy);
         span.staged(plan.chunks);
         span.copied(copier, plan.chunk_bytes.min(bytes));
         if plan.chunks > 1 {
@@ -493,21 +473,34 @@ impl StagingBuffer {
         r
     }
 
-    /// Whether a transfer of `bytes` moving `direction`, starting now (after
-    /// [`StagingBuffer::begin_transfer`]) with `helpers` pool helpers for its host
-    /// copy, goes to the driver's path instead: paced, what the caller would copy
-    /// alone the driver copies as fast ([`StagingConfig::driver_after_gap`](crate::StagingConfig::driver_after_gap)).
-    pub(crate) fn paced_to_driver(
+    /// Transfer `bytes` moving `direction` from or into `host`, starting now (after
+    /// [`StagingBuffer::begin_transfer`]), as routing sees it.
+    pub(crate) fn transfer_facts(
         &self,
-        helpers: usize,
         bytes: usize,
         direction: Direction,
-    ) -> bool {
-        self.config.driver_after_gap
-            && !self.config.low_latency
-            && self.burst.paced()
-            && helpers == 0
-            && crate::tuning::driver_after_gap(bytes, direction)
+        host: Host,
+    ) -> Transfer {
+        Transfer {
+            bytes,
+            direction,
+            host,
+            back_to_back: self.burst.back_to_back(),
+            paced: self.burst.paced(),
+            pinned: self.capacity().max(self.reserved),
+        }
+    }
+
+    /// The route and plan of 2-D transfer of `bytes` of rows moving `direction`,
+    /// starting now; `contiguous` when the host's rows lie back to back.
+    pub(crate) fn decide_rows(
+        &self,
+        bytes: usize,
+        direction: Direction,
+        contiguous: bool,
+    ) -> Decision {
+        let t = self.transfer_facts(bytes, direction, Host::Rows { contiguous });
+        routing::decide(&self.config, &t, &mut PoolOnly)
     }
 
     /// Before a transfer: note when it started (back to back or not).
@@ -620,6 +613,41 @@ impl StagingBuffer {
     /// [`crate::DEFAULT_AUTO_STAGE_MAX_BYTES`] is the seed's 512 KiB.
     pub fn set_auto_stage_max_bytes(&mut self, bytes: usize) {
         self.config.stage_max_bytes = PerDirection::both(bytes);
+    }
+}
+
+/// What routing asks of the machine for one `upload` / `download`: the page-lock
+/// memo and the driver behind it, and the copy pool.
+struct Machine<'a> {
+    page_locks: &'a mut PageLocks,
+    ctx: &'a Context,
+    direction: Direction,
+    host: *const u8,
+    bytes: usize,
+}
+
+impl Ask for Machine<'_> {
+    fn page_locked(&mut self) -> bool {
+        self.page_locks
+            .page_locked(self.ctx, self.direction, self.host, self.bytes)
+    }
+
+    fn free_helpers(&mut self) -> Option<usize> {
+        crate::copy::free_helpers()
+    }
+}
+
+/// What routing asks of the machine for rows: the copy pool (rows are never asked
+/// about page-locking).
+struct PoolOnly;
+
+impl Ask for PoolOnly {
+    fn page_locked(&mut self) -> bool {
+        false
+    }
+
+    fn free_helpers(&mut self) -> Option<usize> {
+        crate::copy::free_helpers()
     }
 }
 

@@ -5,10 +5,11 @@
 
 use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Layout2d, Result, Stream};
 
-use crate::buffer::UPLOAD_MAX_THREADS;
+use crate::copy::Copier;
 use crate::direction::Direction;
 use crate::elements::{cast, cast_mut, no_bytes};
 use crate::region_2d::{device_rows, host_rows, region_len};
+use crate::routing::Decision;
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::{rows, StagingBuffer, StagingPod};
 
@@ -50,12 +51,8 @@ impl StagingBuffer {
         }
         let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
         self.begin_transfer();
-        let copier = self
-            .copier(bytes, Direction::HostToDevice)
-            .at_most(UPLOAD_MAX_THREADS)
-            .last(true);
-        let copier = rows::copier_for(&host, copier);
-        if self.paced_to_driver(copier.helpers(), bytes, Direction::HostToDevice) {
+        let decision = self.decide_rows(bytes, Direction::HostToDevice, host.is_contiguous());
+        let Decision::Staged(staged) = decision else {
             span.route(SpanRoute::Driver);
             span.no_copy();
             let r = crate::waiting::for_driver_copy(
@@ -68,7 +65,8 @@ impl StagingBuffer {
             let r = self.finish_driver_2d(r, bytes, Direction::HostToDevice);
             span.outcome(&r);
             return r;
-        }
+        };
+        let copier = Copier::shaped(staged.copy).last(true);
         span.route(SpanRoute::Staged);
         span.copied(copier, bytes);
         let src: &[u8] = bytemuck::cast_slice(src);
@@ -140,9 +138,8 @@ impl StagingBuffer {
         }
         let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
         self.begin_transfer();
-        let copier = self.copier(bytes, Direction::DeviceToHost).last(true);
-        let copier = rows::copier_for(&host, copier);
-        if self.paced_to_driver(copier.helpers(), bytes, Direction::DeviceToHost) {
+        let decision = self.decide_rows(bytes, Direction::DeviceToHost, host.is_contiguous());
+        let Decision::Staged(staged) = decision else {
             span.route(SpanRoute::Driver);
             span.no_copy();
             let r = crate::waiting::for_driver_copy(
@@ -155,7 +152,8 @@ impl StagingBuffer {
             let r = self.finish_driver_2d(r, bytes, Direction::DeviceToHost);
             span.outcome(&r);
             return r;
-        }
+        };
+        let copier = Copier::shaped(staged.copy).last(true);
         span.route(SpanRoute::Staged);
         span.copied(copier, bytes);
         let r = self

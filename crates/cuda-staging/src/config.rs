@@ -4,7 +4,7 @@
 use cuda_core::{Error, Result, WaitPolicy};
 
 use crate::direction::{Direction, PerDirection};
-use crate::pipeline::PIPELINE_WINDOW_BYTES;
+use crate::plan::PIPELINE_WINDOW_BYTES;
 
 /// Default lower routing bounds: below them `upload` / `download` hand the copy to
 /// the driver. For uploads under 32 KiB the driver's pageable path is as fast as a

@@ -3,6 +3,7 @@
 
 use crate::direction::Direction;
 use crate::pool::{Pool, Share};
+use crate::routing::{self, CopyShape};
 use crate::stores::CopyKind;
 use crate::tuning::PARALLEL_MIN_BYTES;
 use cuda_core::Result;
@@ -50,44 +51,53 @@ impl Copier<'static> {
     }
 
     /// For a transfer whose largest host copy is `copy_bytes`, moving `direction`,
-    /// on up to `threads` threads (the caller included): with as many pool helpers
-    /// as `tuning::helpers_to_wake` gives (none for a small copy after a gap), and no
-    /// more than the machine has idle cores ([`Pool::idle_cores`]); `hot` when
-    /// transfers come back to back or low-latency mode keeps helpers awake.
+    /// on up to `threads` threads (the caller included), `hot` when transfers come
+    /// back to back or low-latency mode keeps helpers awake: as
+    /// [`routing::copy_shape`] says, with the pool's free helpers.
     pub(crate) fn for_transfer(
         threads: usize,
         copy_bytes: usize,
         direction: Direction,
         hot: bool,
     ) -> Copier<'static> {
-        let threads = match direction {
-            Direction::HostToDevice => threads,
-            Direction::DeviceToHost => threads.min(crate::tuning::DOWNLOAD_THREADS),
-        }
-        .max(1);
-        let mut helpers = crate::tuning::helpers_to_wake(copy_bytes, threads, direction, hot);
-        if helpers == 0 {
-            return Copier {
-                threads,
-                ..Copier::solo()
-            };
-        }
-        let Some(pool) = crate::pool::global() else {
-            return Copier {
-                threads,
-                ..Copier::solo()
-            };
-        };
-        // The pool's own spinning helpers count as running, but are free to help.
-        helpers = helpers.min(pool.idle_cores() + pool.awake());
-        Copier {
-            pool: Some(pool),
+        Copier::shaped(routing::copy_shape(
             threads,
-            helpers,
+            copy_bytes,
+            direction,
             hot,
-            last: false,
+            free_helpers,
+        ))
+    }
+
+    /// A copier running as `shape` says, over the process-wide pool when it takes
+    /// helpers from it.
+    pub(crate) fn shaped(shape: CopyShape) -> Copier<'static> {
+        let pool = if shape.pooled {
+            crate::pool::global()
+        } else {
+            None
+        };
+        match pool {
+            None => Copier {
+                threads: shape.threads,
+                ..Copier::solo()
+            },
+            Some(pool) => Copier {
+                pool: Some(pool),
+                threads: shape.threads,
+                helpers: shape.helpers,
+                hot: shape.hot,
+                last: false,
+            },
         }
     }
+}
+
+/// How many pool helpers are free to take part in a copy now: idle cores plus the
+/// pool's spinning helpers, which count as running but are free to help. `None`
+/// without a pool. Starts the pool at the first call that needs it.
+pub(crate) fn free_helpers() -> Option<usize> {
+    crate::pool::global().map(|pool| pool.idle_cores() + pool.awake())
 }
 
 impl<'a> Copier<'a> {
@@ -102,11 +112,6 @@ impl<'a> Copier<'a> {
             hot: false,
             last: false,
         }
-    }
-
-    /// Pool helpers each copy enlists.
-    pub(crate) fn helpers(&self) -> usize {
-        self.helpers
     }
 
     /// The same, for the transfer's last copy when `last` (helpers park after it
@@ -127,16 +132,6 @@ impl<'a> Copier<'a> {
                     true,
                 );
             }
-        }
-    }
-
-    /// The same, with at most `threads` threads.
-    pub(crate) fn at_most(self, threads: usize) -> Copier<'a> {
-        let threads = self.threads.min(threads).max(1);
-        Copier {
-            threads,
-            helpers: self.helpers.min(threads - 1),
-            ..self
         }
     }
 

@@ -333,7 +333,9 @@ mod elements;
 mod events;
 mod fill;
 mod job;
+mod page_lock;
 mod pipeline;
+mod plan;
 mod pool;
 mod prefetch;
 mod region_2d;
@@ -371,7 +373,7 @@ pub use cuda_core::{
 };
 pub use direction::{Direction, PerDirection};
 pub use fill::FillError;
-pub use pipeline::PIPELINE_WINDOW_BYTES;
+pub use plan::PIPELINE_WINDOW_BYTES;
 pub use pool::{
     pool_stats, pool_threads, pool_threads_started, set_copy_pool_threads, PoolStats,
     COPY_THREADS_ENV, MAX_POOL_THREADS,

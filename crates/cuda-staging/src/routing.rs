@@ -1,29 +1,35 @@
-//! Which way `upload` / `download` move a transfer: through the pinned buffer,
-//! straight from or into the caller's page-locked memory, or through the driver's
-//! pageable path.
+//! Which way a [`crate::StagingBuffer`] transfer moves, decided in one place,
+//! [`decide`]: a pure function of the transfer, the buffer's configuration and
+//! two answers it asks for only when it needs them (whether the host memory is
+//! page-locked, how many pool helpers are free). It returns the whole plan before
+//! anything moves: the route, and for a staged transfer its copy threads, the
+//! pinned bytes it needs and how it is cut into chunks.
 //!
-//! Routing is per direction. A transfer below the lower bound
-//! ([`DEFAULT_STAGE_MIN_BYTES`]: uploads under 32 KiB, which the driver copies inline
-//! as fast as a DMA from pinned memory) or above the upper one (none by default) goes
-//! to the driver. Otherwise the driver is asked whether the host range is
-//! page-locked (a [`crate::PinnedBuffer`], a [`crate::HostRegistration`], another
-//! library's pinned memory; one call of about 0.1 µs), and a page-locked range is
-//! DMA'd straight from or into. The answer is remembered for the same range for the
-//! next [`MEMO_USES`] transfers, which is safe either way: a wrong answer only picks
-//! a slower route. Everything else is staged, except a paced transfer (after a gap
-//! or within a frame's few, not in a tight loop) that the caller would copy alone,
-//! from `tuning::DRIVER_AFTER_GAP_MIN_BYTES` (every upload, downloads over 512 KiB),
-//! which goes to the driver. `StagingBuffer::calibrate` sets the bounds from measurements;
-//! `set_auto_stage_max_bytes` sets one fixed upper bound and no lower one.
-
-use std::ffi::c_void;
-
-use cuda_core::{query_host_memory, Context, HostMemory};
+//! `upload` / `download` ([`Host::Caller`]): a transfer below the lower bound
+//! ([`crate::DEFAULT_STAGE_MIN_BYTES`]: uploads under 32 KiB, which the driver copies
+//! inline as fast as a DMA from pinned memory) goes to the driver, without asking
+//! about its memory. Otherwise page-locked memory (a [`crate::PinnedBuffer`], a
+//! [`crate::HostRegistration`], another library's pinned memory) is DMA'd straight
+//! from or into; pageable memory above the upper bound (none by default) goes to the
+//! driver; the rest is staged. The 2-D calls ([`Host::Rows`]) always stage.
+//!
+//! A staged transfer that is paced (after a gap or within a frame's few, not in a
+//! tight loop) and that the calling thread would copy alone goes to the driver
+//! instead, where its own copy is as fast (every upload, downloads over 512 KiB;
+//! [`crate::StagingConfig::driver_after_gap`], `tuning::driver_after_gap`).
 
 use crate::config::StagingConfig;
-use crate::direction::{Direction, PerDirection};
+use crate::direction::Direction;
+use crate::plan::{Plan, PIPELINE_WINDOW_BYTES};
+use crate::tuning::{helpers_to_wake, DOWNLOAD_THREADS};
 
-/// How `upload` / `download` move one transfer.
+/// Uploads copy in on at most this many threads. On the 16-core H200 host 16
+/// threads left uploads within 4% of 8 (issue 5's runs), while downloads gained
+/// (below), so uploads keep the setting their back-to-back numbers were measured
+/// with.
+pub(crate) const UPLOAD_MAX_THREADS: usize = 8;
+
+/// How a transfer moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Route {
     /// The driver's own copy from or into the caller's pageable memory.
@@ -34,155 +40,419 @@ pub(crate) enum Route {
     Staged,
 }
 
-/// A buffer's memo of the last page-lock answers, one per direction.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Routing {
-    memo: PerDirection<LockMemo>,
+/// One transfer, as routing sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Transfer {
+    /// The bytes it moves.
+    pub(crate) bytes: usize,
+    pub(crate) direction: Direction,
+    pub(crate) host: Host,
+    /// It comes back to back with the buffer's previous transfers
+    /// (`Burst::back_to_back`): the helpers are treated as awake.
+    pub(crate) back_to_back: bool,
+    /// It is paced: after a gap or within a frame's few (`Burst::paced`).
+    pub(crate) paced: bool,
+    /// Bytes the buffer has pinned before it, a reservation not yet pinned included.
+    pub(crate) pinned: usize,
 }
 
-/// The last page-lock answer for one direction's host range.
-#[derive(Clone, Copy, Debug, Default)]
-struct LockMemo {
-    addr: usize,
-    bytes: usize,
-    page_locked: bool,
-    /// Answers served from the memo since the driver was last asked.
-    served: u32,
+/// A transfer's host side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Host {
+    /// `upload` / `download`: the caller's memory, page-locked or not; the
+    /// configuration's bounds apply, and the transfer is pipelined through at most
+    /// [`PIPELINE_WINDOW_BYTES`] of pinned memory.
+    Caller,
+    /// The 2-D calls: rows, always staged (unless paced), in one piece; padded rows
+    /// are copied row by row on the calling thread.
+    Rows {
+        /// The rows lie back to back in the caller's memory (one copy).
+        contiguous: bool,
+    },
 }
 
-/// The driver is asked again after this many answers from the memo.
-const MEMO_USES: u32 = 64;
-
-impl Routing {
-    /// The route of a transfer of `bytes` from or into `host`. Below the lower bound
-    /// the page-lock query is skipped: the driver's path is as fast for page-locked
-    /// memory as for pageable there.
-    pub(crate) fn route(
-        &mut self,
-        config: &StagingConfig,
-        ctx: &Context,
-        direction: Direction,
-        host: *const u8,
-        bytes: usize,
-    ) -> Route {
-        if bytes < config.stage_min_bytes.get(direction) {
-            Route::Driver
-        } else if self.page_locked(ctx, direction, host, bytes) {
-            Route::PageLocked
-        } else if !config.stages(direction, bytes) {
-            Route::Driver
-        } else {
-            Route::Staged
-        }
-    }
-
-    /// Whether `[host, host + bytes)` is page-locked, from the memo when the same
-    /// range was asked about recently. A stale answer is safe either way: a
-    /// page-locked range taken for pageable is staged, and a pageable one taken for
-    /// page-locked goes through the driver's copy, which handles any memory; it only
-    /// costs speed, for at most [`MEMO_USES`] transfers.
-    fn page_locked(
-        &mut self,
-        ctx: &Context,
-        direction: Direction,
-        host: *const u8,
-        bytes: usize,
-    ) -> bool {
-        let mut memo = self.memo.get(direction);
-        if memo.addr == host as usize && memo.bytes == bytes && memo.served < MEMO_USES {
-            memo.served += 1;
-            self.memo.set(direction, memo);
-            return memo.page_locked;
-        }
-        let page_locked = range_is_page_locked(ctx, host, bytes);
-        self.memo.set(
-            direction,
-            LockMemo {
-                addr: host as usize,
-                bytes,
-                page_locked,
-                served: 0,
-            },
-        );
-        page_locked
-    }
+/// The answers [`decide`] asks for, each only when the decision depends on it.
+pub(crate) trait Ask {
+    /// Whether the caller's host memory is page-locked ([`Host::Caller`], within the
+    /// lower bound).
+    fn page_locked(&mut self) -> bool;
+    /// How many pool helpers are free to take part now (idle cores plus helpers
+    /// spinning); `None` without a pool. Asked when the copy would wake some.
+    fn free_helpers(&mut self) -> Option<usize>;
 }
 
-/// The page-lock range rule: all of `[host, host + bytes)` is page-locked when the
-/// block the driver reports for `host` holds the whole range (one driver call), or,
-/// where the driver reports no block, when the first and the last byte are both
-/// page-locked (two). Two registrations side by side with a gap between them must
-/// not pass for one range; the block answer catches that, the two-ends fallback
-/// cannot, which is why the block comes first. `false` for an empty range.
-pub(crate) fn range_is_page_locked(ctx: &Context, host: *const u8, bytes: usize) -> bool {
-    if bytes == 0 {
-        return false;
-    }
-    let Some(end) = (host as usize).checked_add(bytes) else {
-        return false;
+/// How a transfer's host copy runs: on up to `threads` threads, the caller
+/// included, `helpers` of them pool helpers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CopyShape {
+    pub(crate) threads: usize,
+    pub(crate) helpers: usize,
+    /// As in a tight loop: the helpers are awake (back to back, or low-latency
+    /// mode keeps them so).
+    pub(crate) hot: bool,
+    /// The copy takes helpers from the pool (it wanted some and a pool exists);
+    /// `helpers` may still be 0 when none is free.
+    pub(crate) pooled: bool,
+}
+
+impl CopyShape {
+    /// The calling thread alone.
+    pub(crate) const SOLO: CopyShape = CopyShape {
+        threads: 1,
+        helpers: 0,
+        hot: false,
+        pooled: false,
     };
-    match query_host_memory(ctx, host.cast::<c_void>()) {
-        HostMemory::Other => false,
-        HostMemory::PageLocked { block: Some(b) } => block_holds(&b, host as usize, end),
-        HostMemory::PageLocked { block: None } => matches!(
-            query_host_memory(ctx, host.wrapping_add(bytes - 1).cast::<c_void>()),
-            HostMemory::PageLocked { .. }
-        ),
+}
+
+/// What [`decide`] chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// The driver's own copy.
+    Driver,
+    /// DMA straight from or into the caller's page-locked memory.
+    PageLocked,
+    /// Through the pinned buffer.
+    Staged(Staged),
+}
+
+/// A staged transfer's plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Staged {
+    pub(crate) copy: CopyShape,
+    /// Pinned bytes it needs: the whole transfer, or the pipeline window for a
+    /// larger [`Host::Caller`] one than the buffer holds.
+    pub(crate) window: usize,
+    /// How a [`Host::Caller`] transfer is cut; `None` for rows (one piece).
+    pub(crate) plan: Option<Plan>,
+}
+
+impl Decision {
+    /// The route it takes.
+    pub(crate) fn route(&self) -> Route {
+        match self {
+            Decision::Driver => Route::Driver,
+            Decision::PageLocked => Route::PageLocked,
+            Decision::Staged(_) => Route::Staged,
+        }
     }
 }
 
-/// Whether `block` holds all of `start..end`.
-pub(crate) fn block_holds(block: &std::ops::Range<usize>, start: usize, end: usize) -> bool {
-    block.start <= start && end <= block.end && start < end
+/// The route and plan of transfer `t` of a buffer configured by `config`; see the
+/// module docs. `ask` is asked whether the host memory is page-locked only for a
+/// [`Host::Caller`] transfer at or above the lower bound, and for free helpers only
+/// when the copy would wake some.
+pub(crate) fn decide(config: &StagingConfig, t: &Transfer, ask: &mut impl Ask) -> Decision {
+    if t.host == Host::Caller {
+        if t.bytes < config.stage_min_bytes.get(t.direction) {
+            return Decision::Driver;
+        }
+        if ask.page_locked() {
+            return Decision::PageLocked;
+        }
+        if !config.stages(t.direction, t.bytes) {
+            return Decision::Driver;
+        }
+    }
+    let copy = if t.host == (Host::Rows { contiguous: false }) {
+        CopyShape::SOLO
+    } else {
+        let hot = config.low_latency || t.back_to_back;
+        let copy = copy_shape(config.copy_threads, t.bytes, t.direction, hot, || {
+            ask.free_helpers()
+        });
+        match t.direction {
+            Direction::HostToDevice => at_most(copy, UPLOAD_MAX_THREADS),
+            Direction::DeviceToHost => copy,
+        }
+    };
+    if config.driver_after_gap
+        && !config.low_latency
+        && t.paced
+        && copy.helpers == 0
+        && crate::tuning::driver_after_gap(t.bytes, t.direction)
+    {
+        return Decision::Driver;
+    }
+    let (window, plan) = match t.host {
+        Host::Caller => {
+            let window = if t.bytes <= t.pinned.max(PIPELINE_WINDOW_BYTES) {
+                t.bytes
+            } else {
+                PIPELINE_WINDOW_BYTES
+            };
+            // No helper: the caller copies alone, mid-size uploads in two halves
+            // (see `Plan`).
+            let plan = Plan::new(
+                t.bytes,
+                t.pinned.max(window),
+                config.pipeline_chunk_bytes,
+                t.direction,
+                copy.helpers == 0,
+            );
+            (window, Some(plan))
+        }
+        Host::Rows { .. } => (t.bytes, None),
+    };
+    Decision::Staged(Staged { copy, window, plan })
+}
+
+/// The threads of a host copy of `bytes` moving `direction` when up to `threads`
+/// may take part (the caller included), `hot` as in a tight loop: downloads on at
+/// most `tuning::DOWNLOAD_THREADS`; as many pool helpers as
+/// `tuning::helpers_to_wake` gives (none for a small copy after a gap), no more
+/// than are free (`free_helpers`, asked only then; `None` without a pool).
+pub(crate) fn copy_shape(
+    threads: usize,
+    bytes: usize,
+    direction: Direction,
+    hot: bool,
+    free_helpers: impl FnOnce() -> Option<usize>,
+) -> CopyShape {
+    let threads = match direction {
+        Direction::HostToDevice => threads,
+        Direction::DeviceToHost => threads.min(DOWNLOAD_THREADS),
+    }
+    .max(1);
+    let wanted = helpers_to_wake(bytes, threads, direction, hot);
+    let free = if wanted == 0 { None } else { free_helpers() };
+    match free {
+        None => CopyShape {
+            threads,
+            ..CopyShape::SOLO
+        },
+        Some(free) => CopyShape {
+            threads,
+            helpers: wanted.min(free),
+            hot,
+            pooled: true,
+        },
+    }
+}
+
+/// `copy` on at most `threads` threads.
+pub(crate) fn at_most(copy: CopyShape, threads: usize) -> CopyShape {
+    let threads = copy.threads.min(threads).max(1);
+    CopyShape {
+        threads,
+        helpers: copy.helpers.min(threads - 1),
+        ..copy
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::direction::PerDirection;
+
+    /// Fixed answers, and a count of the questions.
+    struct Answers {
+        page_locked: bool,
+        free: Option<usize>,
+        asked_lock: u32,
+        asked_free: u32,
+    }
+
+    impl Ask for Answers {
+        fn page_locked(&mut self) -> bool {
+            self.asked_lock += 1;
+            self.page_locked
+        }
+        fn free_helpers(&mut self) -> Option<usize> {
+            self.asked_free += 1;
+            self.free
+        }
+    }
+
+    fn answers(page_locked: bool, free: Option<usize>) -> Answers {
+        Answers {
+            page_locked,
+            free,
+            asked_lock: 0,
+            asked_free: 0,
+        }
+    }
+
+    const UP: Direction = Direction::HostToDevice;
+    const DOWN: Direction = Direction::DeviceToHost;
+    const FRAME: usize = 4_915_200;
+
+    fn caller(bytes: usize, direction: Direction) -> Transfer {
+        Transfer {
+            bytes,
+            direction,
+            host: Host::Caller,
+            back_to_back: false,
+            paced: false,
+            pinned: 0,
+        }
+    }
+
+    /// A staged decision's copy shape and chunk count (0 for rows), or the route.
+    fn summary(d: Decision) -> (Route, usize, usize, usize) {
+        match d {
+            Decision::Staged(s) => (
+                Route::Staged,
+                s.copy.threads,
+                s.copy.helpers,
+                s.plan.map_or(0, |p| p.chunks),
+            ),
+            other => (other.route(), 0, 0, 0),
+        }
+    }
+
+    /// The table: one row per case, with the configuration it runs under (default
+    /// unless said), the transfer, the answers, and the decision.
+    #[test]
+    fn the_routing_table() {
+        let d = StagingConfig {
+            copy_threads: 4,
+            ..StagingConfig::default()
+        };
+        let seed = StagingConfig {
+            stage_min_bytes: PerDirection::both(0),
+            stage_max_bytes: PerDirection::both(512 << 10),
+            ..d
+        };
+        let no_gap_rule = StagingConfig {
+            driver_after_gap: false,
+            ..d
+        };
+        let low_latency = StagingConfig {
+            low_latency: true,
+            ..d
+        };
+        let one_thread = StagingConfig {
+            copy_threads: 1,
+            ..d
+        };
+        let sixteen = StagingConfig {
+            copy_threads: 16,
+            ..d
+        };
+        let paced = |t: Transfer| Transfer { paced: true, ..t };
+        let hot = |t: Transfer| Transfer {
+            back_to_back: true,
+            ..t
+        };
+        let rows = |t: Transfer, contiguous| Transfer {
+            host: Host::Rows { contiguous },
+            ..t
+        };
+        let s = Route::Staged;
+        /// Name, configuration, transfer, page-locked, free helpers; then the
+        /// route, copy threads, helpers and chunks.
+        type Row = (
+            &'static str,
+            StagingConfig,
+            Transfer,
+            bool,
+            Option<usize>,
+            (Route, usize, usize, usize),
+        );
+        #[rustfmt::skip]
+        let table: &[Row] = &[
+            // Bounds: small uploads to the driver, downloads staged at any size.
+            ("upload under 32 KiB", d, caller((32 << 10) - 1, UP), false, Some(3), (Route::Driver, 0, 0, 0)),
+            ("upload of 32 KiB", d, caller(32 << 10, UP), false, Some(3), (s, 4, 0, 1)),
+            ("download of 1 byte", d, caller(1, DOWN), false, Some(3), (s, 3, 0, 1)),
+            ("seed bound: 512 KiB staged", seed, caller(512 << 10, UP), false, Some(3), (s, 4, 1, 1)),
+            ("seed bound: past it, the driver", seed, caller((512 << 10) + 1, UP), false, Some(3), (Route::Driver, 0, 0, 0)),
+            // Page-locked memory is DMA'd directly, past the upper bound too.
+            ("page-locked upload", d, caller(FRAME, UP), true, Some(3), (Route::PageLocked, 0, 0, 0)),
+            ("page-locked past the seed bound", seed, caller(16 << 20, DOWN), true, Some(3), (Route::PageLocked, 0, 0, 0)),
+            // Not paced: staged, helpers as many as the size wakes and are free.
+            ("frame upload, helpers free", d, caller(FRAME, UP), false, Some(3), (s, 4, 3, 4)),
+            ("frame upload, one free", d, caller(FRAME, UP), false, Some(1), (s, 4, 1, 4)),
+            ("frame upload, none free", d, caller(FRAME, UP), false, Some(0), (s, 4, 0, 4)),
+            ("frame upload, no pool", d, caller(FRAME, UP), false, None, (s, 4, 0, 4)),
+            ("frame download after a gap wakes nobody", d, caller(FRAME, DOWN), false, Some(3), (s, 3, 0, 8)),
+            ("frame download back to back", d, hot(caller(FRAME, DOWN)), false, Some(3), (s, 3, 2, 8)),
+            ("mid upload, caller alone: two halves", d, caller(150_528, UP), false, Some(3), (s, 4, 0, 2)),
+            ("mid upload back to back: one piece", d, hot(caller(150_528, UP)), false, Some(3), (s, 4, 1, 1)),
+            // Paced, the caller alone: to the driver (uploads; downloads over 512 KiB).
+            ("paced mid upload", d, paced(caller(150_528, UP)), false, Some(3), (Route::Driver, 0, 0, 0)),
+            ("paced frame upload, none free", d, paced(caller(FRAME, UP)), false, Some(0), (Route::Driver, 0, 0, 0)),
+            ("paced frame upload, helpers free", d, paced(caller(FRAME, UP)), false, Some(3), (s, 4, 3, 4)),
+            ("paced 512 KiB download stays", d, paced(caller(512 << 10, DOWN)), false, Some(3), (s, 3, 0, 1)),
+            ("paced frame download", d, paced(caller(FRAME, DOWN)), false, Some(3), (Route::Driver, 0, 0, 0)),
+            ("paced, rule off", no_gap_rule, paced(caller(FRAME, DOWN)), false, Some(3), (s, 3, 0, 8)),
+            ("paced, low latency: hot helpers", low_latency, paced(caller(FRAME, DOWN)), false, Some(3), (s, 3, 2, 8)),
+            ("paced, one copy thread", one_thread, paced(caller(FRAME, UP)), false, Some(3), (Route::Driver, 0, 0, 0)),
+            ("one copy thread, not paced", one_thread, caller(FRAME, UP), false, Some(3), (s, 1, 0, 4)),
+            // Uploads copy in on at most 8 threads, downloads out on at most 3.
+            ("16 copy threads: an upload on 8", sixteen, caller(FRAME, UP), false, Some(15), (s, 8, 7, 4)),
+            ("16 copy threads: a download on 3", sixteen, hot(caller(FRAME, DOWN)), false, Some(15), (s, 3, 2, 8)),
+            // Rows: always staged (unless paced), in one piece; padded rows alone.
+            ("rows, small upload", d, rows(caller(4096, UP), true), false, Some(3), (s, 4, 0, 0)),
+            ("rows, frame upload", d, rows(caller(FRAME, UP), true), false, Some(3), (s, 4, 3, 0)),
+            ("padded rows, frame upload", d, rows(caller(FRAME, UP), false), false, Some(3), (s, 1, 0, 0)),
+            ("padded rows, paced", d, paced(rows(caller(FRAME, UP), false)), false, Some(3), (Route::Driver, 0, 0, 0)),
+            ("rows past the seed bound", seed, rows(caller(FRAME, DOWN), true), false, Some(3), (s, 3, 0, 0)),
+        ];
+        let wrong: Vec<String> = table
+            .iter()
+            .filter_map(|(name, config, t, locked, free, want)| {
+                let got = summary(decide(config, t, &mut answers(*locked, *free)));
+                (got != *want).then(|| format!("{name}: got {got:?}, want {want:?}"))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
 
     #[test]
-    fn a_block_holds_only_ranges_inside_it() {
-        let b = 0x1000..0x3000;
-        assert!(block_holds(&b, 0x1000, 0x3000), "the whole block");
-        assert!(block_holds(&b, 0x1fff, 0x2000), "one byte inside");
-        assert!(block_holds(&b, 0x2fff, 0x3000), "the last byte");
-        assert!(!block_holds(&b, 0x2fff, 0x3001), "one byte past the end");
+    fn nothing_is_asked_that_the_decision_does_not_need() {
+        let d = StagingConfig::default();
+        // Below the lower bound: neither question.
+        let mut a = answers(true, Some(3));
+        assert_eq!(decide(&d, &caller(4096, UP), &mut a), Decision::Driver);
+        assert_eq!((a.asked_lock, a.asked_free), (0, 0));
+        // Page-locked: no helper question.
+        let mut a = answers(true, Some(3));
+        assert_eq!(decide(&d, &caller(FRAME, UP), &mut a), Decision::PageLocked);
+        assert_eq!((a.asked_lock, a.asked_free), (1, 0));
+        // A copy that wakes nobody (a download after a gap): no helper question.
+        let mut a = answers(false, Some(3));
+        decide(&d, &caller(FRAME, DOWN), &mut a);
+        assert_eq!((a.asked_lock, a.asked_free), (1, 0));
+        // Rows: never the page-lock question.
+        let mut a = answers(true, Some(3));
+        let t = Transfer {
+            host: Host::Rows { contiguous: true },
+            ..caller(FRAME, UP)
+        };
+        decide(&d, &t, &mut a);
+        assert_eq!(a.asked_lock, 0);
+    }
+
+    #[test]
+    fn a_large_transfer_plans_through_the_window_and_a_held_one_through_the_buffer() {
+        let d = StagingConfig::default();
+        let staged = |t: &Transfer| match decide(&d, t, &mut answers(false, None)) {
+            Decision::Staged(s) => s,
+            other => panic!("{other:?}"),
+        };
+        let big = staged(&caller(64 << 20, UP));
+        assert_eq!(big.window, PIPELINE_WINDOW_BYTES);
+        let plan = big.plan.unwrap();
         assert!(
-            !block_holds(&b, 0x0fff, 0x1001),
-            "one byte before the start"
+            plan.slots * plan.chunk_bytes <= PIPELINE_WINDOW_BYTES,
+            "{plan:?}"
         );
-        assert!(!block_holds(&b, 0x3000, 0x3001), "just after");
-        assert!(!block_holds(&b, 0x2000, 0x2000), "an empty range");
-    }
-
-    #[test]
-    fn default_routing_hands_small_uploads_to_the_driver() {
-        let mut c = StagingConfig::default();
-        let h2d = Direction::HostToDevice;
-        assert!(!c.stages(h2d, 4096));
-        assert!(!c.stages(h2d, (32 << 10) - 1));
-        assert!(c.stages(h2d, 32 << 10));
-        assert!(c.stages(h2d, 64 << 20));
-        assert!(c.stages(Direction::DeviceToHost, 1));
-        c.stage_max_bytes = PerDirection::both(crate::DEFAULT_AUTO_STAGE_MAX_BYTES);
-        c.stage_min_bytes = PerDirection::both(0);
-        assert!(c.stages(h2d, 1));
-        assert!(c.stages(h2d, 512 << 10));
-        assert!(!c.stages(h2d, (512 << 10) + 1));
-    }
-
-    #[test]
-    fn per_direction_values_are_read_and_set_by_direction() {
-        let mut p = PerDirection::both(3usize);
-        p.set(Direction::DeviceToHost, 9);
-        assert_eq!(p.get(Direction::HostToDevice), 3);
-        assert_eq!(p.get(Direction::DeviceToHost), 9);
-        assert_eq!(
-            p,
-            PerDirection {
-                upload: 3,
-                download: 9
-            }
-        );
+        // A buffer already holding 64 MiB (or reserving it) takes it whole.
+        let held = staged(&Transfer {
+            pinned: 64 << 20,
+            ..caller(64 << 20, UP)
+        });
+        assert_eq!(held.window, 64 << 20);
+        // A chunk size set in the configuration is used as given.
+        let set = StagingConfig {
+            pipeline_chunk_bytes: 1 << 20,
+            ..d
+        };
+        match decide(&set, &caller(FRAME, DOWN), &mut answers(false, None)) {
+            Decision::Staged(s) => assert_eq!(s.plan.unwrap().chunk_bytes, 1 << 20),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -22,6 +22,4 @@ fn threads_for_says_how_a_copy_is_split() {
     );
     assert_eq!(with(4, 1).threads_for(1 << 20), 2);
     assert_eq!(with(16, 15).threads_for(80 << 10), 5, "five 16 KiB parts");
-    // `at_most` caps both.
-    assert_eq!(with(16, 15).at_most(8).threads_for(1 << 20), 8);
 }

@@ -154,6 +154,10 @@ impl Pipeline {
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_warm_ring_frame_loop_allocates_nothing_and_starts_no_thread() {
+    assert!(
+        counting_alloc::counted_here(),
+        "the test runs on the process's main thread, whose allocations are not counted"
+    );
     let (_ctx, stream) = gpu();
     let mut p = Pipeline {
         stream,

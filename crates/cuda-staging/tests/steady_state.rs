@@ -28,17 +28,18 @@ use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
 use common::*;
-use counting_alloc::allocations;
+use counting_alloc::{allocations, thread_allocations};
 use cuda_staging::{
     bytemuck, default_copy_threads, pool_threads, pool_threads_started, Context, DeviceBuffer,
     Direction, PinnedBuffer, StagingBuffer, StagingStats, Stream, PIPELINE_WINDOW_BYTES,
 };
 
-/// Runs `f` and adds the allocations made meanwhile (by any thread) to `slot`.
+/// Runs `f` and adds the allocations the calling thread made meanwhile to `slot`
+/// (the process-wide total is checked apart, so allocations on other threads show too).
 fn counted<R>(slot: &mut u64, f: impl FnOnce() -> R) -> R {
-    let before = allocations();
+    let before = thread_allocations();
     let r = f();
-    *slot += allocations() - before;
+    *slot += thread_allocations() - before;
     r
 }
 
@@ -585,6 +586,17 @@ fn eight_buffers_in_eight_threads(ctx: &Context) {
                             cases.labels[k]
                         );
                     }
+                    // Which calls allocated, if any (the main thread checks the total).
+                    for (k, calls) in allocs.iter().enumerate() {
+                        for (j, &a) in calls.iter().enumerate() {
+                            if a != 0 {
+                                eprintln!(
+                                    "{who}: {} {}: {a} allocation(s)",
+                                    cases.labels[k], CALLS[j]
+                                );
+                            }
+                        }
+                    }
                     assert_eq!(
                         staging.capacity(),
                         warm_capacity,
@@ -643,6 +655,10 @@ fn eight_buffers_in_eight_threads(ctx: &Context) {
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn steady_state_transfers_allocate_nothing_and_start_no_thread() {
+    assert!(
+        counting_alloc::counted_here(),
+        "the test runs on the process's main thread, whose allocations are not counted"
+    );
     let ctx = Context::new(0)
         .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
     // Both scenarios run (one after the other, never beside each other); the first

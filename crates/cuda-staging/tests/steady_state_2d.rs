@@ -171,6 +171,10 @@ fn pass(
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn steady_2d_transfers_allocate_nothing_and_start_no_thread() {
+    assert!(
+        counting_alloc::counted_here(),
+        "the test runs on the process's main thread, whose allocations are not counted"
+    );
     let ctx = Context::new(0)
         .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
     let stream = Stream::new(&ctx).expect("Stream::new");

@@ -359,24 +359,24 @@ impl crate::StagingBuffer {
         span.route(SpanRoute::Batched);
         span.parts(batch.len());
         span.no_copy();
-        self.begin_transfer();
-        self.grow(total, usize::MAX, stream.context())?;
-        let use_batch_api = self.config.batch_api && stream.has_batch_copies();
-        let pinned = self.capacity.buffer(total)?;
-        let wait = crate::waiting::for_transfer(self.config.wait_policy, total, stream);
-        let queued = if use_batch_api {
-            stream.memcpy_dtoh_batch(&batch.srcs, &batch.layout.offsets, pinned)
-        } else {
-            batch
-                .srcs
-                .iter()
-                .zip(&batch.layout.offsets)
-                .try_for_each(|(src, &off)| {
-                    stream.memcpy_dtoh(src, &mut pinned.slice_mut(off..off + src.len())?)
-                })
-        };
-        let r = queued.and_then(|()| stream.synchronize_with(wait));
-        self.finish_transfer();
+        let r = self.in_transfer(|s| -> Result<()> {
+            s.grow(total, usize::MAX, stream.context())?;
+            let use_batch_api = s.config.batch_api && stream.has_batch_copies();
+            let pinned = s.capacity.buffer(total)?;
+            let wait = crate::waiting::for_transfer(s.config.wait_policy, total, stream);
+            let queued = if use_batch_api {
+                stream.memcpy_dtoh_batch(&batch.srcs, &batch.layout.offsets, pinned)
+            } else {
+                batch
+                    .srcs
+                    .iter()
+                    .zip(&batch.layout.offsets)
+                    .try_for_each(|(src, &off)| {
+                        stream.memcpy_dtoh(src, &mut pinned.slice_mut(off..off + src.len())?)
+                    })
+            };
+            queued.and_then(|()| stream.synchronize_with(wait))
+        });
         r?;
         self.stats.batched_transfers += 1;
         self.stats.bytes_downloaded += moved as u64;
@@ -409,37 +409,37 @@ impl crate::StagingBuffer {
         let mut span = TransferSpan::start(op, Direction::HostToDevice, copied);
         span.route(SpanRoute::Batched);
         span.parts(batch.len());
-        self.begin_transfer();
-        self.grow(total, usize::MAX, stream.context())?;
-        let use_batch_api = self.config.batch_api && stream.has_batch_copies();
-        let copier = self.copier(total, crate::Direction::HostToDevice);
-        span.copied_parts(copier, &batch.layout.lens);
-        let pinned = self.capacity.buffer(total)?;
-        {
-            let region = pinned.as_mut_slice()?;
-            for (src, &off) in batch.srcs.iter().zip(&batch.layout.offsets) {
-                copier.copy(
-                    &mut region[off..off + src.len()],
-                    src,
-                    crate::stores::streams(src.len()),
-                );
+        let r = self.in_transfer(|s| -> Result<()> {
+            s.grow(total, usize::MAX, stream.context())?;
+            let use_batch_api = s.config.batch_api && stream.has_batch_copies();
+            let copier = s.copier(total, crate::Direction::HostToDevice);
+            span.copied_parts(copier, &batch.layout.lens);
+            let pinned = s.capacity.buffer(total)?;
+            {
+                let region = pinned.as_mut_slice()?;
+                for (src, &off) in batch.srcs.iter().zip(&batch.layout.offsets) {
+                    copier.copy(
+                        &mut region[off..off + src.len()],
+                        src,
+                        crate::stores::streams(src.len()),
+                    );
+                }
             }
-        }
-        let wait = crate::waiting::for_transfer(self.config.wait_policy, total, stream);
-        let queued = if use_batch_api {
-            stream.memcpy_htod_batch(pinned, &batch.layout.offsets, &mut batch.dsts)
-        } else {
-            batch
-                .dsts
-                .iter_mut()
-                .zip(&batch.layout.offsets)
-                .try_for_each(|(dst, &off)| {
-                    let len = dst.len();
-                    stream.memcpy_htod(&pinned.slice(off..off + len)?, dst)
-                })
-        };
-        let r = queued.and_then(|()| stream.synchronize_with(wait));
-        self.finish_transfer();
+            let wait = crate::waiting::for_transfer(s.config.wait_policy, total, stream);
+            let queued = if use_batch_api {
+                stream.memcpy_htod_batch(pinned, &batch.layout.offsets, &mut batch.dsts)
+            } else {
+                batch
+                    .dsts
+                    .iter_mut()
+                    .zip(&batch.layout.offsets)
+                    .try_for_each(|(dst, &off)| {
+                        let len = dst.len();
+                        stream.memcpy_htod(&pinned.slice(off..off + len)?, dst)
+                    })
+            };
+            queued.and_then(|()| stream.synchronize_with(wait))
+        });
         r?;
         self.stats.batched_transfers += 1;
         self.stats.bytes_uploaded += copied as u64;

@@ -254,20 +254,20 @@ impl StagingBuffer {
         let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
         span.route(SpanRoute::Staged);
         span.no_copy();
-        self.begin_transfer();
-        self.grow(bytes, usize::MAX, stream.context())?;
-        let pinned = self.capacity.buffer(bytes)?;
-        let policy = self.config.wait_policy;
-        // How to wait is decided after the fill (which may take long) and before
-        // the DMA is queued: whether anything is queued ahead of it.
-        let mut wait = policy;
-        let r = queue_filled_upload(pinned, bytes, dst, stream, |px: &mut [T]| {
-            fill(px)?;
-            wait = crate::waiting::for_transfer(policy, bytes, stream);
-            Ok::<(), E>(())
-        })
-        .and_then(|()| stream.synchronize_with(wait).map_err(FillError::Cuda));
-        self.finish_transfer();
+        let r = self.in_transfer(|s| -> std::result::Result<(), FillError<E>> {
+            s.grow(bytes, usize::MAX, stream.context())?;
+            let pinned = s.capacity.buffer(bytes)?;
+            let policy = s.config.wait_policy;
+            // How to wait is decided after the fill (which may take long) and before
+            // the DMA is queued: whether anything is queued ahead of it.
+            let mut wait = policy;
+            queue_filled_upload(pinned, bytes, dst, stream, |px: &mut [T]| {
+                fill(px)?;
+                wait = crate::waiting::for_transfer(policy, bytes, stream);
+                Ok::<(), E>(())
+            })
+            .and_then(|()| stream.synchronize_with(wait).map_err(FillError::Cuda))
+        });
         r?;
         self.stats.staged_transfers += 1;
         self.stats.bytes_uploaded += bytes as u64;
@@ -294,14 +294,14 @@ impl StagingBuffer {
         let mut span = TransferSpan::start("download_into", Direction::DeviceToHost, bytes);
         span.route(SpanRoute::Staged);
         span.no_copy();
-        self.begin_transfer();
-        self.grow(bytes, usize::MAX, stream.context())?;
-        let pinned = self.capacity.buffer(bytes)?;
-        let wait = crate::waiting::for_transfer(self.config.wait_policy, bytes, stream);
-        let r = stream
-            .memcpy_dtoh(&DeviceView::of(src).into_bytes().subview(..bytes)?, pinned)
-            .and_then(|()| stream.synchronize_with(wait));
-        self.finish_transfer();
+        let r = self.in_transfer(|s| -> Result<()> {
+            s.grow(bytes, usize::MAX, stream.context())?;
+            let pinned = s.capacity.buffer(bytes)?;
+            let wait = crate::waiting::for_transfer(s.config.wait_policy, bytes, stream);
+            stream
+                .memcpy_dtoh(&DeviceView::of(src).into_bytes().subview(..bytes)?, pinned)
+                .and_then(|()| stream.synchronize_with(wait))
+        });
         r?;
         // Count only once the data is there, so an error leaves the counters alone.
         self.stats.staged_transfers += 1;
@@ -374,39 +374,40 @@ impl StagingBuffer {
             Direction::DeviceToHost => "download",
         };
         let mut span = TransferSpan::start(op, direction, bytes);
-        self.begin_transfer();
-        let t = self.transfer_facts(bytes, direction, Host::Caller);
-        let mut ask = Machine {
-            page_locks: &mut self.page_locks,
-            ctx: stream.context(),
-            direction,
-            host,
-            bytes,
-        };
-        let decision = routing::decide(&self.config, &t, &mut ask);
-        let route = decision.route();
-        let r = match decision {
-            Decision::Staged(plan) => self.staged(leg, stream, plan, &span),
-            _ => {
-                span.route(SpanRoute::of(route, 1));
-                span.no_copy();
-                let wait = match route {
-                    Route::Driver => crate::waiting::for_driver_copy(
-                        self.config.wait_policy,
-                        direction,
-                        bytes,
-                        stream,
-                    ),
-                    _ => Ok(crate::waiting::for_transfer(
-                        self.config.wait_policy,
-                        bytes,
-                        stream,
-                    )),
-                };
-                wait.and_then(|wait| leg.driver_copy(stream, wait))
-            }
-        };
-        self.finish_transfer();
+        let (route, r) = self.in_transfer(|s| -> (Route, Result<()>) {
+            let t = s.transfer_facts(bytes, direction, Host::Caller);
+            let mut ask = Machine {
+                page_locks: &mut s.page_locks,
+                ctx: stream.context(),
+                direction,
+                host,
+                bytes,
+            };
+            let decision = routing::decide(&s.config, &t, &mut ask);
+            let route = decision.route();
+            let r = match decision {
+                Decision::Staged(plan) => s.staged(leg, stream, plan, &span),
+                _ => {
+                    span.route(SpanRoute::of(route, 1));
+                    span.no_copy();
+                    let wait = match route {
+                        Route::Driver => crate::waiting::for_driver_copy(
+                            s.config.wait_policy,
+                            direction,
+                            bytes,
+                            stream,
+                        ),
+                        _ => Ok(crate::waiting::for_transfer(
+                            s.config.wait_policy,
+                            bytes,
+                            stream,
+                        )),
+                    };
+                    wait.and_then(|wait| leg.driver_copy(stream, wait))
+                }
+            };
+            (route, r)
+        });
         r?;
         match route {
             Route::Driver => self.stats.direct_transfers += 1,
@@ -506,6 +507,22 @@ impl StagingBuffer {
     /// Before a transfer: note when it started (back to back or not).
     pub(crate) fn begin_transfer(&mut self) {
         self.burst.start(Instant::now());
+    }
+
+    /// Runs `body`, one transfer, between the bookkeeping every transfer does:
+    /// [`StagingBuffer::begin_transfer`] before it, and
+    /// [`StagingBuffer::finish_transfer`] after it on every exit path, an error
+    /// returned early (a failed grow, a refused view) and a panic in the caller's
+    /// `fill` included (the panic then goes on). Without it, a transfer that failed
+    /// left the buffer's last end time at the transfer before, so the next one could
+    /// be taken for one after a gap.
+    pub(crate) fn in_transfer<R>(&mut self, body: impl FnOnce(&mut StagingBuffer) -> R) -> R {
+        self.begin_transfer();
+        // The buffer stays valid when `body` panics (the docs of every call with a
+        // `fill` say so): nothing is left half-updated that the bookkeeping reads.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(self)));
+        self.finish_transfer();
+        r.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     /// How this buffer's host copies of a transfer whose largest copy is
@@ -664,6 +681,26 @@ impl fmt::Debug for StagingBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transfer_ends_on_every_exit_path() {
+        let mut s = StagingBuffer::new();
+        assert_eq!(s.burst.last_end(), None);
+        // An error returned early (a failed grow, a refused view).
+        let before = Instant::now();
+        let r: Result<()> = s.in_transfer(|_| Err(crate::capacity::internal("refused")));
+        assert!(r.is_err());
+        let first = s.burst.last_end().expect("the failed transfer ended");
+        assert!(first >= before);
+        // A panic in the caller's fill: the panic goes on, and the transfer ended.
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.in_transfer(|_| -> () { panic!("the caller's fill panicked") })
+        }));
+        assert!(panicked.is_err(), "the panic goes on to the caller");
+        assert!(s.burst.last_end().expect("the panicked transfer ended") >= first);
+        // And a transfer that succeeds returns what its body returned.
+        assert_eq!(s.in_transfer(|_| 7), 7);
+    }
 
     #[test]
     fn new_pins_nothing_and_defaults_are_documented() {

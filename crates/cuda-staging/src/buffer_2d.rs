@@ -9,7 +9,7 @@ use crate::copy::Copier;
 use crate::direction::Direction;
 use crate::elements::{cast, cast_mut, no_bytes};
 use crate::region_2d::{device_rows, host_rows, region_len};
-use crate::routing::Decision;
+use crate::routing::{Decision, Route};
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::{rows, StagingBuffer, StagingPod};
 
@@ -50,29 +50,33 @@ impl StagingBuffer {
             return Ok(());
         }
         let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
-        self.begin_transfer();
-        let decision = self.decide_rows(bytes, Direction::HostToDevice, host.is_contiguous());
-        let Decision::Staged(staged) = decision else {
-            span.route(SpanRoute::Driver);
-            span.no_copy();
-            let r = crate::waiting::for_driver_copy(
-                self.config.wait_policy,
-                Direction::HostToDevice,
-                bytes,
-                stream,
-            )
-            .and_then(|wait| stream.memcpy_2d_htod_sync_with(src, src_pitch_bytes, dst, wait));
-            let r = self.finish_driver_2d(r, bytes, Direction::HostToDevice);
-            span.outcome(&r);
-            return r;
-        };
-        let copier = Copier::shaped(staged.copy).last(true);
-        span.route(SpanRoute::Staged);
-        span.copied(copier, bytes);
-        let src: &[u8] = bytemuck::cast_slice(src);
-        let r = self.staged_upload_2d(dst, &device, stream, |pinned| {
-            rows::pack(pinned, src, &host, copier)
-        });
+        let r = self
+            .in_transfer(|s| {
+                let decision = s.decide_rows(bytes, Direction::HostToDevice, host.is_contiguous());
+                let Decision::Staged(staged) = decision else {
+                    span.route(SpanRoute::Driver);
+                    span.no_copy();
+                    return crate::waiting::for_driver_copy(
+                        s.config.wait_policy,
+                        Direction::HostToDevice,
+                        bytes,
+                        stream,
+                    )
+                    .and_then(|wait| {
+                        stream.memcpy_2d_htod_sync_with(src, src_pitch_bytes, dst, wait)
+                    })
+                    .map(|()| Route::Driver);
+                };
+                let copier = Copier::shaped(staged.copy).last(true);
+                span.route(SpanRoute::Staged);
+                span.copied(copier, bytes);
+                let src: &[u8] = bytemuck::cast_slice(src);
+                s.queue_upload_2d(dst, &device, stream, |pinned| {
+                    rows::pack(pinned, src, &host, copier)
+                })
+                .map(|()| Route::Staged)
+            })
+            .map(|route| self.count_2d(route, bytes, Direction::HostToDevice));
         span.outcome(&r);
         r
     }
@@ -103,11 +107,14 @@ impl StagingBuffer {
         let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
         span.route(SpanRoute::Staged);
         span.no_copy();
-        self.begin_transfer();
-        let r = self.staged_upload_2d(dst, &device, stream, |pinned| {
-            fill(cast_mut::<T>(pinned)?);
-            Ok(())
-        });
+        let r = self
+            .in_transfer(|s| {
+                s.queue_upload_2d(dst, &device, stream, |pinned| {
+                    fill(cast_mut::<T>(pinned)?);
+                    Ok(())
+                })
+            })
+            .map(|()| self.count_2d(Route::Staged, bytes, Direction::HostToDevice));
         span.outcome(&r);
         r
     }
@@ -137,28 +144,32 @@ impl StagingBuffer {
             return Ok(());
         }
         let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
-        self.begin_transfer();
-        let decision = self.decide_rows(bytes, Direction::DeviceToHost, host.is_contiguous());
-        let Decision::Staged(staged) = decision else {
-            span.route(SpanRoute::Driver);
-            span.no_copy();
-            let r = crate::waiting::for_driver_copy(
-                self.config.wait_policy,
-                Direction::DeviceToHost,
-                bytes,
-                stream,
-            )
-            .and_then(|wait| stream.memcpy_2d_dtoh_sync_with(src, dst, dst_pitch_bytes, wait));
-            let r = self.finish_driver_2d(r, bytes, Direction::DeviceToHost);
-            span.outcome(&r);
-            return r;
-        };
-        let copier = Copier::shaped(staged.copy).last(true);
-        span.route(SpanRoute::Staged);
-        span.copied(copier, bytes);
         let r = self
-            .staged_download_2d(src, &device, stream)
-            .and_then(|landed| rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier));
+            .in_transfer(|s| {
+                let decision = s.decide_rows(bytes, Direction::DeviceToHost, host.is_contiguous());
+                let Decision::Staged(staged) = decision else {
+                    span.route(SpanRoute::Driver);
+                    span.no_copy();
+                    return crate::waiting::for_driver_copy(
+                        s.config.wait_policy,
+                        Direction::DeviceToHost,
+                        bytes,
+                        stream,
+                    )
+                    .and_then(|wait| {
+                        stream.memcpy_2d_dtoh_sync_with(src, dst, dst_pitch_bytes, wait)
+                    })
+                    .map(|()| Route::Driver);
+                };
+                let copier = Copier::shaped(staged.copy).last(true);
+                span.route(SpanRoute::Staged);
+                span.copied(copier, bytes);
+                s.queue_download_2d(src, &device, stream)?;
+                let landed = s.landed_2d(bytes)?;
+                rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier)?;
+                Ok(Route::Staged)
+            })
+            .map(|route| self.count_2d(route, bytes, Direction::DeviceToHost));
         span.outcome(&r);
         r
     }
@@ -184,48 +195,29 @@ impl StagingBuffer {
         let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
         span.route(SpanRoute::Staged);
         span.no_copy();
-        self.begin_transfer();
         let r = self
-            .staged_download_2d(src, &device, stream)
+            .in_transfer(|s| s.queue_download_2d(src, &device, stream))
+            .and_then(|()| {
+                self.count_2d(Route::Staged, bytes, Direction::DeviceToHost);
+                self.landed_2d(bytes)
+            })
             .and_then(cast::<T>);
         span.outcome(&r);
         r
     }
 
-    /// After a 2-D transfer handed to the driver ([`StagingBuffer::paced_to_driver`]):
-    /// its end noted, and counted once landed.
-    fn finish_driver_2d(
-        &mut self,
-        r: Result<()>,
-        bytes: usize,
-        direction: Direction,
-    ) -> Result<()> {
-        self.finish_transfer();
-        r?;
-        self.stats.direct_transfers += 1;
+    /// Counts a 2-D transfer of `bytes` moving `direction` that landed by `route`.
+    /// Only once the data is there, so an error leaves the counters alone.
+    fn count_2d(&mut self, route: Route, bytes: usize, direction: Direction) {
+        match route {
+            Route::Driver => self.stats.direct_transfers += 1,
+            _ => self.stats.staged_transfers += 1,
+        }
         self.stats.add_bytes(direction, bytes);
-        Ok(())
     }
 
-    /// The staged upload the 2-D uploads share: pinned memory for `device`'s packed
-    /// rows, `fill` writes them, one 2-D DMA to `dst`, the wait; counted once landed.
-    /// The caller has begun the transfer ([`StagingBuffer::begin_transfer`]).
-    fn staged_upload_2d<T: StagingPod>(
-        &mut self,
-        dst: &mut impl DeviceSlice2dMut<T>,
-        device: &Layout2d,
-        stream: &Stream,
-        fill: impl FnOnce(&mut [u8]) -> Result<()>,
-    ) -> Result<()> {
-        let bytes = device.packed_bytes();
-        let r = self.queue_upload_2d(dst, device, stream, fill);
-        self.finish_transfer();
-        r?;
-        self.stats.staged_transfers += 1;
-        self.stats.bytes_uploaded += bytes as u64;
-        Ok(())
-    }
-
+    /// Pinned memory for `bytes` of packed rows, `fill` writes them, one 2-D DMA to
+    /// `dst`, the wait.
     fn queue_upload_2d<T: StagingPod>(
         &mut self,
         dst: &mut impl DeviceSlice2dMut<T>,
@@ -249,26 +241,13 @@ impl StagingBuffer {
         stream.synchronize_with(wait)
     }
 
-    /// The staged download the 2-D downloads share: one 2-D DMA of `src`'s rows into
-    /// pinned memory, packed, and the wait; counted once landed. Returns the rows.
-    /// The caller has begun the transfer ([`StagingBuffer::begin_transfer`]).
-    fn staged_download_2d<T: StagingPod>(
-        &mut self,
-        src: &impl DeviceSlice2d<T>,
-        device: &Layout2d,
-        stream: &Stream,
-    ) -> Result<&[u8]> {
-        let bytes = device.packed_bytes();
-        let r = self.queue_download_2d(src, device, stream);
-        self.finish_transfer();
-        r?;
-        // Counted only once the data is there, so an error leaves the counters alone.
-        self.stats.staged_transfers += 1;
-        self.stats.bytes_downloaded += bytes as u64;
+    /// The first `bytes` of pinned memory, where a 2-D download's rows landed.
+    fn landed_2d(&mut self, bytes: usize) -> Result<&[u8]> {
         let landed = self.capacity.buffer(bytes)?.as_slice()?;
         landed.get(..bytes).ok_or_else(too_small)
     }
 
+    /// One 2-D DMA of `src`'s rows into pinned memory, packed, and the wait.
     fn queue_download_2d<T: StagingPod>(
         &mut self,
         src: &impl DeviceSlice2d<T>,

@@ -54,6 +54,12 @@ impl Burst {
         (self.follows_gap || self.in_burst > 1) && !self.back_to_back()
     }
 
+    /// When the last transfer ended, if one did.
+    #[cfg(test)]
+    pub(crate) fn last_end(&self) -> Option<Instant> {
+        self.last_end
+    }
+
     /// Whether the transfer starting now is one of a run of back-to-back transfers
     /// (at least [`BACK_TO_BACK_TRANSFERS`] with gaps under [`BURST_GAP`]).
     pub(crate) fn back_to_back(&self) -> bool {

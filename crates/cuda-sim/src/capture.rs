@@ -62,8 +62,26 @@ struct State {
     nodes: Vec<Node>,
     active: bool,
     invalidated: bool,
-    /// Every stream taking part, the origin first.
-    members: Vec<Arc<Stream>>,
+    /// Every stream taking part, the origin first. A stream takes part in one capture
+    /// at most, and in none once that capture has ended.
+    members: Vec<Member>,
+}
+
+/// A stream taking part in a capture.
+struct Member {
+    /// The stream.
+    stream: Arc<Stream>,
+    /// The nodes the stream's next work depends on.
+    deps: Vec<usize>,
+}
+
+impl State {
+    /// Where `stream` stands among the members, if it takes part.
+    fn member(&mut self, stream: &Stream) -> Option<&mut Member> {
+        self.members
+            .iter_mut()
+            .find(|m| std::ptr::eq(Arc::as_ptr(&m.stream), stream))
+    }
 }
 
 /// A stream's (or an event's) place in a capture: the capture and the nodes that
@@ -76,7 +94,7 @@ pub struct CaptureLink {
     pub deps: Vec<usize>,
 }
 
-/// Captures going on now, for the checks of calls made meanwhile.
+/// Captures going on now (begun, not ended), for the checks of calls made meanwhile.
 static ACTIVE: Mutex<Vec<Arc<Capture>>> = Mutex::new(Vec::new());
 
 impl Capture {
@@ -95,28 +113,56 @@ impl Capture {
         lock(&self.st).invalidated = true;
     }
 
-    /// Records `work` after `link`'s dependencies; `link` then points at it.
-    pub fn add(&self, link: &mut CaptureLink, work: Work, call: &'static str) -> Res<()> {
+    /// `stream`'s place in this capture, if it takes part.
+    fn link(self: &Arc<Self>, stream: &Stream) -> Option<CaptureLink> {
+        let deps = lock(&self.st).member(stream)?.deps.clone();
+        Some(CaptureLink {
+            cap: Arc::clone(self),
+            deps,
+        })
+    }
+
+    /// Records `work`, queued on `stream`, after the stream's dependencies; the
+    /// stream's next work then depends on it.
+    pub fn add(&self, stream: &Stream, work: Work, call: &'static str) -> Res<()> {
         let mut st = lock(&self.st);
         if st.invalidated || !st.active {
             return Err(STREAM_CAPTURE_INVALIDATED);
         }
-        st.nodes.push(Node {
-            work,
-            deps: std::mem::take(&mut link.deps),
-            call,
-        });
-        link.deps = vec![st.nodes.len() - 1];
+        let node = st.nodes.len();
+        let m = st.member(stream).ok_or(STREAM_CAPTURE_INVALIDATED)?;
+        let deps = std::mem::replace(&mut m.deps, vec![node]);
+        st.nodes.push(Node { work, deps, call });
         Ok(())
     }
 
-    /// Takes `stream` into the capture.
-    pub fn join(&self, stream: &Arc<Stream>) {
+    /// Takes `stream` into the capture; its next work depends on `deps`.
+    pub fn join(&self, stream: &Arc<Stream>, deps: Vec<usize>) {
         let mut st = lock(&self.st);
-        if !st.members.iter().any(|m| Arc::ptr_eq(m, stream)) {
-            st.members.push(Arc::clone(stream));
+        match st.member(stream) {
+            Some(m) => m.deps = deps,
+            None => st.members.push(Member {
+                stream: Arc::clone(stream),
+                deps,
+            }),
         }
     }
+
+    /// Makes the next work of `stream`, which takes part, depend on `deps` too.
+    pub fn merge(&self, stream: &Stream, deps: Vec<usize>) {
+        if let Some(m) = lock(&self.st).member(stream) {
+            for d in deps {
+                if !m.deps.contains(&d) {
+                    m.deps.push(d);
+                }
+            }
+        }
+    }
+}
+
+/// The capture `stream` takes part in, with its place there.
+pub fn link_of(stream: &Stream) -> Option<CaptureLink> {
+    lock(&ACTIVE).iter().find_map(|c| c.link(stream))
 }
 
 /// `cuStreamBeginCapture` on `stream`.
@@ -127,11 +173,11 @@ pub fn begin(stream: &Arc<Stream>, mode: u32) -> Res<()> {
     if mode > MODE_RELAXED {
         return Err(crate::errors::INVALID_VALUE);
     }
-    let mut link = lock(&stream.capture);
-    if link.is_some() {
+    let mut active = lock(&ACTIVE);
+    if active.iter().any(|c| c.link(stream).is_some()) {
         return Err(ILLEGAL_STATE);
     }
-    let cap = Arc::new(Capture {
+    active.push(Arc::new(Capture {
         origin: Arc::clone(stream),
         mode,
         thread: std::thread::current().id(),
@@ -139,18 +185,18 @@ pub fn begin(stream: &Arc<Stream>, mode: u32) -> Res<()> {
             nodes: Vec::new(),
             active: true,
             invalidated: false,
-            members: vec![Arc::clone(stream)],
+            members: vec![Member {
+                stream: Arc::clone(stream),
+                deps: vec![],
+            }],
         }),
-    });
-    lock(&ACTIVE).push(Arc::clone(&cap));
-    *link = Some(CaptureLink { cap, deps: vec![] });
+    }));
     Ok(())
 }
 
 /// `cuStreamEndCapture` on `stream`: the graph, or why there is none.
 pub fn end(stream: &Arc<Stream>) -> Res<Vec<Node>> {
-    let link = lock(&stream.capture).clone().ok_or(ILLEGAL_STATE)?;
-    let cap = link.cap;
+    let cap = link_of(stream).ok_or(ILLEGAL_STATE)?.cap;
     if !Arc::ptr_eq(&cap.origin, stream) {
         return Err(crate::errors::STREAM_CAPTURE_UNMATCHED);
     }
@@ -161,7 +207,10 @@ pub fn end(stream: &Arc<Stream>) -> Res<Vec<Node>> {
         let mut st = lock(&cap.st);
         // Every node must come before the origin's last: the other streams joined back.
         let mut seen = BTreeSet::new();
-        let mut todo = link.deps.clone();
+        let mut todo = st
+            .member(stream)
+            .map(|m| m.deps.clone())
+            .unwrap_or_default();
         while let Some(n) = todo.pop() {
             if seen.insert(n) {
                 todo.extend(st.nodes[n].deps.iter().copied());
@@ -171,14 +220,13 @@ pub fn end(stream: &Arc<Stream>) -> Res<Vec<Node>> {
         let joined = seen.len() == st.nodes.len();
         (
             std::mem::take(&mut st.nodes),
+            // The streams no longer take part.
             std::mem::take(&mut st.members),
             st.invalidated,
             joined,
         )
     };
-    for m in members {
-        *lock(&m.capture) = None;
-    }
+    drop(members);
     lock(&ACTIVE).retain(|c| !Arc::ptr_eq(c, &cap));
     if invalidated {
         return Err(STREAM_CAPTURE_INVALIDATED);
@@ -192,7 +240,7 @@ pub fn end(stream: &Arc<Stream>) -> Res<Vec<Node>> {
 /// The capture `stream` takes part in, invalidated (for a query or synchronisation
 /// made on it): `Err(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)` when there is one.
 pub fn refuse_sync(stream: &Stream) -> Res<()> {
-    match lock(&stream.capture).as_ref() {
+    match link_of(stream) {
         Some(link) => {
             link.cap.invalidate();
             Err(STREAM_CAPTURE_UNSUPPORTED)
@@ -224,7 +272,7 @@ pub fn refuse_legacy_use(ctx: &Arc<Context>) -> Res<()> {
             lock(&c.st)
                 .members
                 .iter()
-                .any(|m| Arc::ptr_eq(&m.ctx, ctx) && !m.non_blocking)
+                .any(|m| Arc::ptr_eq(&m.stream.ctx, ctx) && !m.stream.non_blocking)
         })
         .cloned()
         .collect();

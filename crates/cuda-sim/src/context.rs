@@ -1,16 +1,13 @@
-//! Contexts: primary and created ones, each with its legacy default stream, its
-//! per-thread default streams and its created streams; and the calling thread's
-//! stack of current contexts.
+//! Contexts: primary and created ones, and the calling thread's stack of current
+//! contexts. A context's streams are kept beside it (`src/context_streams.rs`): a
+//! stream refers to its context, so the context cannot refer to its streams' type.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::thread::ThreadId;
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::device::Device;
 use crate::errors::{Res, CONTEXT_IS_DESTROYED, INVALID_CONTEXT};
-use crate::state::sim;
-use crate::stream::{Stream, StreamKind};
 use crate::table::lock;
 
 /// `CU_CTX_SCHED_BLOCKING_SYNC`.
@@ -22,6 +19,8 @@ pub struct Context {
     pub handle: usize,
     /// Its device's ordinal.
     pub device: usize,
+    /// Its device (whose sticky error the context returns).
+    pub dev: &'static Device,
     /// Whether this is the device's primary context.
     pub primary: bool,
     /// Retains of a primary context (a created context counts 1 until destroyed).
@@ -30,12 +29,6 @@ pub struct Context {
     active: AtomicBool,
     /// Flags given at creation (or set on the primary context).
     pub flags: AtomicU32,
-    /// The legacy default stream (made at first use).
-    legacy: Mutex<Option<Arc<Stream>>>,
-    /// Each thread's per-thread default stream (made at first use).
-    per_thread: Mutex<HashMap<ThreadId, Arc<Stream>>>,
-    /// Streams created in this context (still alive or not).
-    created: Mutex<Vec<Weak<Stream>>>,
     /// Held while an operation is queued on a stream that synchronises with the legacy
     /// stream, so that the implicit dependencies of two such operations queued at once
     /// never point at each other.
@@ -43,18 +36,16 @@ pub struct Context {
 }
 
 impl Context {
-    /// A context of `device` with `handle`; a primary one starts inactive.
-    pub fn new(handle: usize, device: usize, primary: bool, flags: u32) -> Context {
+    /// A context of `dev` with `handle`; a primary one starts inactive.
+    pub fn new(handle: usize, dev: &'static Device, primary: bool, flags: u32) -> Context {
         Context {
             handle,
-            device,
+            device: dev.ordinal,
+            dev,
             primary,
             refs: Mutex::new(u32::from(!primary)),
             active: AtomicBool::new(!primary),
             flags: AtomicU32::new(flags),
-            legacy: Mutex::new(None),
-            per_thread: Mutex::new(HashMap::new()),
-            created: Mutex::new(Vec::new()),
             enqueue: Mutex::new(()),
         }
     }
@@ -66,7 +57,7 @@ impl Context {
             // A released primary context too, as the driver answers on the H200.
             return Err(CONTEXT_IS_DESTROYED);
         }
-        sim().device(self.device).sticky()
+        self.dev.sticky()
     }
 
     /// Whether a program's waits in this context block rather than spin
@@ -115,55 +106,9 @@ impl Context {
         self.active.store(false, Ordering::Release);
     }
 
-    /// The legacy default stream.
-    pub fn legacy(self: &Arc<Self>) -> Arc<Stream> {
-        let mut l = lock(&self.legacy);
-        Arc::clone(l.get_or_insert_with(|| Stream::start(self, StreamKind::Legacy, 0, 0)))
-    }
-
-    /// The calling thread's per-thread default stream.
-    pub fn per_thread(self: &Arc<Self>) -> Arc<Stream> {
-        let mut m = lock(&self.per_thread);
-        let s = m
-            .entry(std::thread::current().id())
-            .or_insert_with(|| Stream::start(self, StreamKind::PerThread, 0, 0));
-        Arc::clone(s)
-    }
-
-    /// Records a stream created in this context.
-    pub fn add_created(&self, s: &Arc<Stream>) {
-        let mut c = lock(&self.created);
-        c.retain(|w| w.strong_count() > 0);
-        c.push(Arc::downgrade(s));
-    }
-
-    /// Every stream of the context that exists now: legacy, per-thread, created.
-    pub fn streams(&self) -> Vec<Arc<Stream>> {
-        let mut all: Vec<Arc<Stream>> = lock(&self.legacy).iter().cloned().collect();
-        all.extend(lock(&self.per_thread).values().cloned());
-        all.extend(lock(&self.created).iter().filter_map(Weak::upgrade));
-        all
-    }
-
-    /// Streams that synchronise with the legacy stream: the per-thread ones and the
-    /// created ones without `CU_STREAM_NON_BLOCKING`.
-    pub fn blocking_streams(&self) -> Vec<Arc<Stream>> {
-        self.streams()
-            .into_iter()
-            .filter(|s| s.kind != StreamKind::Legacy && !s.non_blocking)
-            .collect()
-    }
-
     /// The lock held while queueing on a stream that synchronises with the legacy one.
     pub fn enqueue_lock(&self) -> MutexGuard<'_, ()> {
         lock(&self.enqueue)
-    }
-
-    /// Forgets the per-thread and legacy streams (at a reset or destroy, once drained).
-    pub fn drop_default_streams(&self) {
-        lock(&self.legacy).take();
-        lock(&self.per_thread).clear();
-        lock(&self.created).clear();
     }
 }
 

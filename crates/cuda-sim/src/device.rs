@@ -1,10 +1,10 @@
 //! Simulated devices: name, PCI bus id, memory size and use, device attributes, and
-//! the sticky error that a fault leaves on a device.
+//! the sticky error that a fault leaves on a device. A device knows nothing of the
+//! driver's contexts: its primary context is the driver's (`src/state.rs`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use crate::context::Context;
 use crate::errors::{CuResult, Res, INVALID_VALUE, OUT_OF_MEMORY, SUCCESS};
 use crate::table::lock;
 use crate::vaspace::AddressSpace;
@@ -24,13 +24,11 @@ pub struct Device {
     sticky: AtomicU32,
     /// Where its allocations take their addresses.
     pub vas: Mutex<AddressSpace>,
-    /// Its primary context (inactive until retained).
-    pub primary: Arc<Context>,
 }
 
 impl Device {
     /// Device `ordinal`, physically the `physical`-th simulated GPU.
-    pub fn new(ordinal: usize, physical: usize, total: usize, primary: Arc<Context>) -> Device {
+    pub fn new(ordinal: usize, physical: usize, total: usize) -> Device {
         Device {
             ordinal,
             name: format!("cuda-sim simulated GPU {physical}"),
@@ -39,7 +37,6 @@ impl Device {
             used: Mutex::new(0),
             sticky: AtomicU32::new(SUCCESS),
             vas: Mutex::new(AddressSpace::reserve((total as u64).max(1 << 30) * 16)),
-            primary,
         }
     }
 

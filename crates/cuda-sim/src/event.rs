@@ -1,7 +1,7 @@
 //! Events: the last record's place in its stream, its completion time, and the
 //! capture it was recorded in, if any.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use crate::capture::CaptureLink;
@@ -26,12 +26,20 @@ pub struct Event {
 
 #[derive(Default)]
 struct State {
-    /// The last record outside a capture: its stream and place there.
-    last: Option<(Arc<Stream>, u64)>,
-    /// When that record executed.
-    time: Option<Instant>,
+    /// The last record outside a capture.
+    last: Option<Record>,
     /// The last record, when it was made in a capture that may still be going on.
     captured: Option<CaptureLink>,
+}
+
+/// A record queued on a stream.
+struct Record {
+    /// The stream.
+    stream: Arc<Stream>,
+    /// Its place there.
+    seq: u64,
+    /// When it executed, set by the record's operation (`Work::Record`).
+    at: Arc<OnceLock<Instant>>,
 }
 
 impl Event {
@@ -44,29 +52,21 @@ impl Event {
         }
     }
 
-    /// A record was queued on `stream` as operation `seq`.
-    pub fn recorded(&self, stream: &Arc<Stream>, seq: u64) {
+    /// A record was queued on `stream` as operation `seq`; it notes in `at` when it
+    /// executes.
+    pub fn recorded(&self, stream: &Arc<Stream>, seq: u64, at: Arc<OnceLock<Instant>>) {
         let mut st = lock(&self.st);
-        st.last = Some((Arc::clone(stream), seq));
-        st.time = None;
+        st.last = Some(Record {
+            stream: Arc::clone(stream),
+            seq,
+            at,
+        });
         st.captured = None;
     }
 
     /// A record was made in a capture, with the capture's dependencies at that point.
     pub fn recorded_in_capture(&self, link: CaptureLink) {
         lock(&self.st).captured = Some(link);
-    }
-
-    /// The record queued as `seq` on `stream` has executed.
-    pub fn executed(&self, stream: &Arc<Stream>, seq: u64) {
-        let mut st = lock(&self.st);
-        if st
-            .last
-            .as_ref()
-            .is_some_and(|(s, q)| Arc::ptr_eq(s, stream) && *q == seq)
-        {
-            st.time = Some(Instant::now());
-        }
     }
 
     /// The capture the last record was made in, while that capture goes on.
@@ -78,7 +78,8 @@ impl Event {
     /// What a wait for this event waits for: the last record's stream and place
     /// (`None` if never recorded, or recorded only in a capture).
     pub fn target(&self) -> Option<(Arc<Stream>, u64)> {
-        lock(&self.st).last.clone()
+        let st = lock(&self.st);
+        st.last.as_ref().map(|r| (Arc::clone(&r.stream), r.seq))
     }
 
     /// `cuEventQuery`: whether the work before the last record has completed.
@@ -98,10 +99,9 @@ impl Event {
             return Err(CAPTURED_EVENT);
         }
         let st = lock(&self.st);
-        match (&st.last, st.time) {
-            (None, _) => Err(INVALID_HANDLE),
-            (Some(_), None) => Err(NOT_READY),
-            (Some(_), Some(t)) => Ok(t),
+        match &st.last {
+            None => Err(INVALID_HANDLE),
+            Some(r) => r.at.get().copied().ok_or(NOT_READY),
         }
     }
 }

@@ -21,14 +21,15 @@
 //!
 //! Every count is an atomic kept beside its table ([`crate::table::Table::live`],
 //! [`crate::memory::Held`]), so the report takes no lock: at exit the stream threads
-//! still run, and one may hold any of the simulator's locks.
+//! still run, and one may hold any of the simulator's locks. The driver's state
+//! counts them (`Sim::live`, `src/state.rs`); this file says what the counts mean,
+//! and writes them.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
 
 use crate::config::ReportTo;
-use crate::state::Sim;
 
 /// What the program holds, by kind (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -58,26 +59,6 @@ pub struct Live {
 }
 
 impl Live {
-    /// The counts now, read without a lock.
-    pub fn of(s: &Sim) -> Live {
-        let held = &s.mem.held;
-        let primaries = s.devices().len();
-        Live {
-            streams: s.streams.live(),
-            events: s.events.live(),
-            // The primary contexts are in the table from the start, for good.
-            contexts: s.contexts.live().saturating_sub(primaries),
-            primary_contexts: s.devices().iter().filter(|d| d.primary.is_active()).count(),
-            device_allocs: held.device.load(Ordering::Relaxed),
-            stream_ordered_allocs: held.stream_ordered.load(Ordering::Relaxed),
-            host_allocs: held.host.load(Ordering::Relaxed),
-            host_registrations: held.registered.load(Ordering::Relaxed),
-            modules: s.modules.live(),
-            graphs: s.graphs.live(),
-            graph_execs: s.execs.live(),
-        }
-    }
-
     /// Each count with its name in the report line, in the line's order.
     pub fn fields(&self) -> [(&'static str, usize); 11] {
         [
@@ -108,17 +89,23 @@ impl Live {
     }
 }
 
+/// What the program holds now, if anything is to be reported.
+pub type Count = fn() -> Option<Live>;
+
+/// Where the report goes at exit, and how to count: set by [`report_at_exit`].
+static AT_EXIT: OnceLock<(&'static ReportTo, Count)> = OnceLock::new();
+
 /// Writes the report if `CUDA_SIM_LEAK_REPORT` asked for it. Called by the C
 /// library's exit handlers: it takes none of the simulator's locks and never
 /// panics (a failed write is reported on stderr).
 extern "C" fn at_exit() {
-    let Some(s) = crate::state::made() else {
+    let Some((to, count)) = AT_EXIT.get() else {
         return;
     };
-    let Some(to) = &s.cfg.leak_report else {
+    let Some(live) = count() else {
         return;
     };
-    let line = Live::of(s).line();
+    let line = live.line();
     let written = match to {
         ReportTo::Stderr => writeln!(std::io::stderr(), "{line}"),
         ReportTo::File(path) => std::fs::OpenOptions::new()
@@ -137,9 +124,12 @@ extern "C" fn at_exit() {
     }
 }
 
-/// Has [`at_exit`] run when the process exits (from `Sim::new`, once, when
-/// `CUDA_SIM_LEAK_REPORT` is set).
-pub fn report_at_exit() {
+/// Has [`at_exit`] write what `count` says (`None`: nothing) to `to` when the process
+/// exits (from `Sim::new`, once, when `CUDA_SIM_LEAK_REPORT` is set).
+pub fn report_at_exit(to: &'static ReportTo, count: Count) {
+    if AT_EXIT.set((to, count)).is_err() {
+        return;
+    }
     // SAFETY: `at_exit` is a plain `extern "C" fn()` that neither unwinds nor takes
     // a lock another thread may hold at exit; it stays mapped until the process ends,
     // since the simulator is linked `-z nodelete` (build.rs) and never unloaded.

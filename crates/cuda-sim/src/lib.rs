@@ -7,14 +7,15 @@
 //! stricter than the driver, and what it does not model.
 //!
 //! - **Devices and contexts**: `CUDA_SIM_DEVICES` devices of `CUDA_SIM_DEVICE_MEMORY`
-//!   bytes each (`src/config.rs`), primary and created contexts, the per-thread stack of
-//!   current contexts.
+//!   bytes each (`src/config.rs`, `src/machine.rs`), primary and created contexts, the
+//!   per-thread stack of current contexts (`src/context.rs`, `src/state.rs`).
 //! - **Memory**: device allocations at addresses the host cannot dereference
 //!   (`src/vaspace.rs`), their bytes elsewhere (`src/backing.rs`); page-locked host memory,
 //!   allocated or registered; pointer attributes (`src/memory.rs`).
 //! - **Streams**: each stream a FIFO run by its own thread; events; the legacy
 //!   default stream's implicit synchronisation; per-thread default streams
-//!   (`src/stream.rs`, `src/submit.rs`); stream capture and graphs (`src/capture.rs`).
+//!   (`src/stream.rs`, `src/context_streams.rs`, `src/submit.rs`); stream capture and
+//!   graphs (`src/capture.rs`).
 //! - **Adversarial timing**: a seeded delay before each operation (`src/jitter.rs`).
 //! - **Race detection** (`src/inflight.rs`): checksums of queued page-locked sources,
 //!   poisoned page-locked destinations, frees of memory queued work still uses.
@@ -31,12 +32,14 @@ mod backing;
 mod capture;
 mod config;
 mod context;
+mod context_streams;
 mod device;
 mod errors;
 mod event;
 mod inflight;
 mod jitter;
 mod leaks;
+mod machine;
 mod memory;
 mod module;
 mod ops;

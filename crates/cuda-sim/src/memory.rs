@@ -12,7 +12,6 @@ use crate::context::Context;
 use crate::errors::{
     Res, HOST_MEMORY_ALREADY_REGISTERED, HOST_MEMORY_NOT_REGISTERED, INVALID_VALUE, OUT_OF_MEMORY,
 };
-use crate::state::sim;
 
 /// One device allocation.
 pub struct DeviceAlloc {
@@ -118,7 +117,7 @@ impl Memory {
         if bytes == 0 {
             return Err(INVALID_VALUE);
         }
-        let dev = sim().device(ctx.device);
+        let dev = ctx.dev;
         dev.charge(bytes)?;
         let Some(start) = crate::table::lock(&dev.vas).take(bytes as u64) else {
             dev.refund(bytes);
@@ -162,7 +161,7 @@ impl Memory {
     pub fn free_device(&self, addr: u64) -> Res<Arc<DeviceAlloc>> {
         let a = write(&self.device).remove(&addr).ok_or(INVALID_VALUE)?;
         self.release(&a);
-        let dev = sim().device(a.ctx.device);
+        let dev = a.ctx.dev;
         dev.refund(a.backing.len());
         crate::table::lock(&dev.vas).give_back(a.start);
         Ok(a)

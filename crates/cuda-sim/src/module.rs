@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::context::Context;
 use crate::errors::{Res, ILLEGAL_ADDRESS, INVALID_IMAGE, NOT_FOUND, NOT_SUPPORTED};
-use crate::state::sim;
+use crate::machine::machine;
 
 /// A loaded module: its kernels' names and parameter counts.
 pub struct Module {
@@ -121,7 +121,7 @@ impl Kernel {
         match self {
             Kernel::FaultAfter { ctx, addr, delay } => {
                 std::thread::sleep(*delay);
-                match sim().mem.device_range(*addr, 4) {
+                match machine().mem.device_range(*addr, 4) {
                     Ok((a, off)) if a.ctx.device == ctx.device => {
                         a.backing.fill(off, 1, &FAULT_AFTER_VALUE.to_le_bytes());
                         Ok(())
@@ -139,7 +139,7 @@ mod tests {
 
     #[test]
     fn entries_and_their_parameters_are_read() {
-        let ctx = sim().device(0).primary.clone();
+        let ctx = Arc::new(Context::new(1, machine().device(0), true, 0));
         let ptx = ".version 7.0\n.target sm_75\n.visible .entry fault_after(\n .param .u64 a,\n .param .u64 b\n)\n{ ret; }\n.entry other() { ret; }";
         let m = Module::from_ptx(ctx.clone(), ptx).unwrap();
         assert_eq!(

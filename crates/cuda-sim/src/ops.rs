@@ -5,11 +5,11 @@
 //! its stream's thread, never when it is queued (a pageable source the driver stages
 //! at the call is the one exception the driver documents, and is [`Src::Staged`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::event::Event;
 use crate::inflight::{Area, Uses};
+use crate::machine::machine;
 use crate::memory::DeviceAlloc;
 use crate::module::Kernel;
 
@@ -92,8 +92,9 @@ pub enum Work {
         /// How many elements.
         count: usize,
     },
-    /// `cuEventRecord`.
-    Record(Arc<Event>),
+    /// `cuEventRecord`: notes when it executes, in the cell the event keeps for this
+    /// record (`src/event.rs`).
+    Record(Arc<OnceLock<Instant>>),
     /// Nothing (a `cuStreamWaitEvent`, whose dependency is the operation's own).
     Nothing,
     /// `cuLaunchHostFunc`: the function and its argument.
@@ -176,7 +177,7 @@ impl Work {
     }
 
     /// Does the work on the calling (stream) thread; `Err` is a fault's sticky code.
-    pub fn execute(&self, event_seq: (&Arc<crate::stream::Stream>, u64)) -> Result<(), u32> {
+    pub fn execute(&self) -> Result<(), u32> {
         match self {
             Work::Copy(c) => {
                 let t = Instant::now();
@@ -198,7 +199,9 @@ impl Work {
                 memset(dst, pattern, *count);
                 pace(t, (pattern.len() * count) as u64);
             }
-            Work::Record(e) => e.executed(event_seq.0, event_seq.1),
+            Work::Record(at) => {
+                let _ = at.set(Instant::now());
+            }
             Work::Nothing => {}
             Work::HostFunc(f, data) => {
                 // SAFETY: `f` is the `CUhostFn` the program passed to
@@ -208,12 +211,12 @@ impl Work {
             }
             Work::Kernel(k) => return k.run(),
             Work::Free(a) => {
-                crate::state::sim().inflight.assert_device_unused(
+                machine().inflight.assert_device_unused(
                     a.range(),
                     "cuMemFreeAsync (in stream order)",
                     None,
                 );
-                let _ = crate::state::sim().mem.free_device(a.start);
+                let _ = machine().mem.free_device(a.start);
             }
         }
         Ok(())

@@ -1,26 +1,24 @@
-//! The simulated machine: its settings, devices, handle tables, memory and the
-//! record of queued work, made at the first call into the library.
+//! The driver's state over the simulated machine (`src/machine.rs`): the primary
+//! contexts, the handle tables, whether `cuInit` ran, and the calls counted for
+//! `CUDA_SIM_FAULT`; made at the first call into the library.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::capture::{Graph, GraphExec};
-use crate::config::Config;
 use crate::context::Context;
-use crate::device::Device;
-use crate::errors::{Res, INVALID_DEVICE, NOT_INITIALIZED, NO_DEVICE, SUCCESS};
+use crate::errors::{Res, NOT_INITIALIZED, NO_DEVICE, SUCCESS};
 use crate::event::Event;
-use crate::inflight::Inflight;
-use crate::memory::Memory;
+use crate::leaks::Live;
+use crate::machine::machine;
 use crate::module::{Function, Module};
 use crate::stream::Stream;
 use crate::table::{lock, Table};
 
-/// Everything the simulator knows.
+/// Everything the driver keeps.
 pub struct Sim {
-    /// The settings read from the environment.
-    pub cfg: Config,
-    devices: Vec<Device>,
+    /// Each device's primary context, by ordinal (inactive until retained).
+    primaries: Vec<Arc<Context>>,
     /// Contexts by handle (primary ones from the start).
     pub contexts: Table<Context>,
     /// Created streams by handle.
@@ -35,12 +33,6 @@ pub struct Sim {
     pub graphs: Table<Graph>,
     /// Instantiated graphs by handle.
     pub execs: Table<GraphExec>,
-    /// Device allocations, page-locked host memory.
-    pub mem: Memory,
-    /// Host and device ranges that queued operations will use.
-    pub inflight: Inflight,
-    /// Signalled whenever an operation completes.
-    progress: (Mutex<u64>, Condvar),
     initialized: AtomicBool,
     /// Calls made so far (for `CUDA_SIM_FAULT`).
     calls: AtomicU64,
@@ -50,39 +42,36 @@ pub struct Sim {
 
 static SIM: OnceLock<Sim> = OnceLock::new();
 
-/// The simulated machine (made on first use).
+/// The driver's state (made on first use, after the machine under it).
 pub fn sim() -> &'static Sim {
     SIM.get_or_init(Sim::new)
 }
 
-/// The simulated machine, if a call has made it (the leak report at exit, which
-/// must not make it).
+/// The driver's state, if a call has made it (the leak report at exit, which must
+/// not make it).
 pub fn made() -> Option<&'static Sim> {
     SIM.get()
 }
 
 impl Sim {
     fn new() -> Sim {
-        let cfg = Config::from_env();
+        let m = machine();
         let contexts = Table::new(0xC7);
-        let devices = cfg
-            .visible
+        let primaries = m
+            .devices()
             .iter()
-            .enumerate()
-            .map(|(ordinal, &physical)| {
+            .map(|d| {
                 let h = contexts.reserve();
-                let primary = Arc::new(Context::new(h, ordinal, true, 0));
+                let primary = Arc::new(Context::new(h, d, true, 0));
                 contexts.insert_at(h, Arc::clone(&primary));
-                Device::new(ordinal, physical, cfg.device_memory, primary)
+                primary
             })
             .collect();
-        let fault = cfg.fault;
-        if cfg.leak_report.is_some() {
-            crate::leaks::report_at_exit();
+        if let Some(to) = &m.cfg.leak_report {
+            crate::leaks::report_at_exit(to, || made().map(Sim::live));
         }
         Sim {
-            cfg,
-            devices,
+            primaries,
             contexts,
             streams: Table::new(0x57),
             events: Table::new(0xE7),
@@ -90,18 +79,15 @@ impl Sim {
             functions: Table::new(0xF0),
             graphs: Table::new(0x6A),
             execs: Table::new(0x6E),
-            mem: Memory::default(),
-            inflight: Inflight::default(),
-            progress: (Mutex::new(0), Condvar::new()),
             initialized: AtomicBool::new(false),
             calls: AtomicU64::new(0),
-            fault: Mutex::new(fault),
+            fault: Mutex::new(m.cfg.fault),
         }
     }
 
     /// `cuInit`: `CUDA_ERROR_NO_DEVICE` when no device is visible.
     pub fn init(&self) -> Res<()> {
-        if self.devices.is_empty() {
+        if machine().devices().is_empty() {
             return Err(NO_DEVICE);
         }
         self.initialized.store(true, Ordering::Release);
@@ -117,28 +103,10 @@ impl Sim {
         }
     }
 
-    /// The visible devices.
-    pub fn devices(&self) -> &[Device] {
-        &self.devices
-    }
-
-    /// Device `ordinal` (which exists: ordinals come from checked handles).
-    pub fn device(&self, ordinal: usize) -> &Device {
-        &self.devices[ordinal]
-    }
-
-    /// Whether `addr` lies in the address range of some device's memory (allocated
-    /// there or not).
-    pub fn in_device_range(&self, addr: u64) -> bool {
-        self.devices.iter().any(|d| lock(&d.vas).contains(addr))
-    }
-
-    /// Device `ordinal` as a program names it, checked.
-    pub fn device_checked(&self, ordinal: i32) -> Res<&Device> {
-        usize::try_from(ordinal)
-            .ok()
-            .and_then(|o| self.devices.get(o))
-            .ok_or(INVALID_DEVICE)
+    /// The primary context of device `ordinal` (which exists: ordinals come from
+    /// checked handles).
+    pub fn primary(&self, ordinal: usize) -> &Arc<Context> {
+        &self.primaries[ordinal]
     }
 
     /// Counts a call; when it is the one `CUDA_SIM_FAULT` (or `cuSimInjectFault`)
@@ -152,7 +120,7 @@ impl Sim {
                 *fault = None;
                 drop(fault);
                 let device = crate::context::current().map_or(0, |c| c.device);
-                if let Some(d) = self.devices.get(device) {
+                if let Some(d) = machine().devices().get(device) {
                     eprintln!("cuda-sim: injected fault {code} at call {n} on device {device}");
                     d.poison(code);
                 }
@@ -166,18 +134,22 @@ impl Sim {
         *lock(&self.fault) = Some((code, now + after.max(1)));
     }
 
-    /// Wakes every thread waiting for an operation to complete.
-    pub fn notify_progress(&self) {
-        let mut g = lock(&self.progress.0);
-        *g = g.wrapping_add(1);
-        self.progress.1.notify_all();
-    }
-
-    /// Blocks until `done` holds (checked again after every completion).
-    pub fn wait_until(&self, mut done: impl FnMut() -> bool) {
-        let mut g = lock(&self.progress.0);
-        while !done() {
-            g = self.progress.1.wait(g).unwrap_or_else(|e| e.into_inner());
+    /// What the program holds now, by kind, read without a lock (see `src/leaks.rs`).
+    pub fn live(&self) -> Live {
+        let held = &machine().mem.held;
+        Live {
+            streams: self.streams.live(),
+            events: self.events.live(),
+            // The primary contexts are in the table from the start, for good.
+            contexts: self.contexts.live().saturating_sub(self.primaries.len()),
+            primary_contexts: self.primaries.iter().filter(|c| c.is_active()).count(),
+            device_allocs: held.device.load(Ordering::Relaxed),
+            stream_ordered_allocs: held.stream_ordered.load(Ordering::Relaxed),
+            host_allocs: held.host.load(Ordering::Relaxed),
+            host_registrations: held.registered.load(Ordering::Relaxed),
+            modules: self.modules.live(),
+            graphs: self.graphs.live(),
+            graph_execs: self.execs.live(),
         }
     }
 }

@@ -6,11 +6,10 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use crate::capture::CaptureLink;
 use crate::context::Context;
 use crate::jitter;
+use crate::machine::machine;
 use crate::ops::Work;
-use crate::state::sim;
 use crate::table::lock;
 
 /// What a stream handle names.
@@ -68,8 +67,6 @@ pub struct Stream {
     q: Mutex<Queue>,
     cv: Condvar,
     completed: AtomicU64,
-    /// The capture this stream takes part in, with its place in it.
-    pub capture: Mutex<Option<CaptureLink>>,
 }
 
 impl Stream {
@@ -115,7 +112,6 @@ impl Stream {
             }),
             cv: Condvar::new(),
             completed: AtomicU64::new(0),
-            capture: Mutex::new(None),
         });
         let worker = Arc::clone(&s);
         std::thread::Builder::new()
@@ -201,7 +197,7 @@ impl Stream {
     /// Blocks until operation `seq` has completed.
     pub fn wait_for(&self, seq: u64) {
         if self.completed() < seq {
-            sim().wait_until(|| self.completed() >= seq);
+            machine().wait_until(|| self.completed() >= seq);
         }
     }
 
@@ -232,7 +228,7 @@ impl Stream {
 
     /// The stream's thread: takes operations in order and executes them.
     fn run(self: Arc<Self>) {
-        let s = sim();
+        let m = machine();
         loop {
             let op = {
                 let mut q = lock(&self.q);
@@ -249,12 +245,12 @@ impl Stream {
             for (other, seq) in &op.deps {
                 other.wait_for(*seq);
             }
-            let delay = jitter::delay(s.cfg.seed, self.key, op.seq, s.cfg.jitter_us);
+            let delay = jitter::delay(m.cfg.seed, self.key, op.seq, m.cfg.jitter_us);
             if !delay.is_zero() {
                 std::thread::sleep(delay);
             }
-            let device = s.device(self.ctx.device);
-            if s.cfg.trace {
+            let device = self.ctx.dev;
+            if m.cfg.trace {
                 eprintln!(
                     "cuda-sim: {} op {}: {} ({}) after {delay:?}",
                     self.label(),
@@ -264,11 +260,11 @@ impl Stream {
                 );
             }
             // After a fault nothing more runs on the device; records still complete.
-            if device.sticky().is_ok() || matches!(op.work, crate::ops::Work::Record(_)) {
+            if device.sticky().is_ok() || matches!(op.work, Work::Record(_)) {
                 if let Some(id) = op.inflight {
-                    s.inflight.check(id);
+                    m.inflight.check(id);
                 }
-                if let Err(code) = op.work.execute((&self, op.seq)) {
+                if let Err(code) = op.work.execute() {
                     eprintln!(
                         "cuda-sim: {} on {} faulted: {}",
                         op.call,
@@ -279,11 +275,11 @@ impl Stream {
                 }
             }
             if let Some(id) = op.inflight {
-                s.inflight.done(id, s.cfg.poison);
+                m.inflight.done(id, m.cfg.poison);
             }
             self.completed.store(op.seq, Ordering::Release);
             drop(op);
-            s.notify_progress();
+            m.notify_progress();
         }
     }
 }

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use crate::capture::{link_of, refuse_legacy_use};
 use crate::errors::Res;
+use crate::machine::machine;
 use crate::ops::Work;
-use crate::state::sim;
 use crate::stream::{Stream, StreamKind};
-use crate::table::lock;
 
 /// Where an operation went.
 pub enum Queued {
@@ -26,7 +26,7 @@ impl Queued {
     pub fn wait(&self) -> Res<()> {
         if let Queued::At(s, seq) = self {
             s.host_wait(*seq, s.ctx.blocking_sync());
-            sim().device(s.ctx.device).sticky()?;
+            s.ctx.dev.sticky()?;
         }
         Ok(())
     }
@@ -38,22 +38,31 @@ pub fn submit(
     stream: &Arc<Stream>,
     work: Work,
     call: &'static str,
+    deps: Vec<(Arc<Stream>, u64)>,
+) -> Res<Queued> {
+    submit_placed(stream, work, call, deps, |_| {})
+}
+
+/// [`submit`], where `placed` learns the operation's place in the stream before the
+/// operation can start (an event record notes it there); not called when the
+/// operation is recorded in a capture instead.
+pub fn submit_placed(
+    stream: &Arc<Stream>,
+    work: Work,
+    call: &'static str,
     mut deps: Vec<(Arc<Stream>, u64)>,
+    placed: impl FnOnce(u64),
 ) -> Res<Queued> {
     stream.ctx.usable()?;
-    {
-        let mut link = lock(&stream.capture);
-        if let Some(l) = link.as_mut() {
-            let cap = Arc::clone(&l.cap);
-            cap.add(l, work, call)?;
-            return Ok(Queued::Captured);
-        }
+    if let Some(link) = link_of(stream) {
+        link.cap.add(stream, work, call)?;
+        return Ok(Queued::Captured);
     }
     let legacy = stream.kind == StreamKind::Legacy;
     if legacy {
-        crate::capture::refuse_legacy_use(&stream.ctx)?;
+        refuse_legacy_use(&stream.ctx)?;
     }
-    let s = sim();
+    let m = machine();
     let _order = (legacy || !stream.non_blocking).then(|| stream.ctx.enqueue_lock());
     if legacy {
         for b in stream.ctx.blocking_streams() {
@@ -75,16 +84,8 @@ pub fn submit(
         // SAFETY: the host areas are page-locked memory of the program's (from the
         // memory tables), which cannot be freed or unregistered while the entry exists
         // (`Inflight::assert_host_unused`); the entry ends when the operation has run.
-        unsafe { s.inflight.register(what, uses, s.cfg.poison) }
+        unsafe { m.inflight.register(what, uses, m.cfg.poison) }
     });
-    let event = match &work {
-        Work::Record(e) => Some(Arc::clone(e)),
-        _ => None,
-    };
-    let seq = stream.push(deps, work, call, inflight, |seq| {
-        if let Some(e) = event {
-            e.recorded(stream, seq);
-        }
-    });
+    let seq = stream.push(deps, work, call, inflight, placed);
     Ok(Queued::At(Arc::clone(stream), seq))
 }

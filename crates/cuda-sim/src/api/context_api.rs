@@ -6,28 +6,29 @@ use std::sync::Arc;
 use super::{context_of, out, Handle};
 use crate::context::{self, Context};
 use crate::errors::{Res, INVALID_CONTEXT, INVALID_VALUE};
+use crate::machine::machine;
 use crate::state::sim;
 
 /// Waits for everything queued in `ctx`, then frees what it owns: its device
 /// allocations, page-locked memory, streams, events and modules (a primary context
 /// released for the last time, or a destroyed one).
 fn reset(ctx: &Arc<Context>) {
-    let s = sim();
+    let (s, m) = (sim(), machine());
     for st in ctx.streams() {
         st.drain();
     }
-    for a in s.mem.device_allocs_of(ctx) {
-        s.inflight.assert_device_unused(
+    for a in m.mem.device_allocs_of(ctx) {
+        m.inflight.assert_device_unused(
             a.range(),
             "the context's reset (last release or destroy)",
             None,
         );
-        let _ = s.mem.free_device(a.start);
+        let _ = m.mem.free_device(a.start);
     }
-    for b in s.mem.host_blocks_of(ctx) {
-        s.inflight
+    for b in m.mem.host_blocks_of(ctx) {
+        m.inflight
             .assert_host_unused(b.range(), "the context's reset");
-        s.mem.free_host(&b);
+        m.mem.free_host(&b);
     }
     for (h, st) in s.streams.select(|st| Arc::ptr_eq(&st.ctx, ctx)) {
         s.streams.remove(h);
@@ -45,13 +46,18 @@ fn reset(ctx: &Arc<Context>) {
     }
 }
 
+/// The primary context of `device`, checked.
+fn primary_of(device: c_int) -> Res<&'static Arc<Context>> {
+    Ok(sim().primary(machine().device_checked(device)?.ordinal))
+}
+
 /// A new created context on `device`, made current (as `cuCtxCreate` does).
 fn create(pctx: *mut Handle, flags: c_uint, device: c_int) -> Res<()> {
     sim().ready()?;
-    let d = sim().device_checked(device)?;
+    let d = machine().device_checked(device)?;
     d.sticky()?;
     let h = sim().contexts.reserve();
-    let ctx = Arc::new(Context::new(h, d.ordinal, false, flags));
+    let ctx = Arc::new(Context::new(h, d, false, flags));
     sim().contexts.insert_at(h, Arc::clone(&ctx));
     context::push(ctx);
     // SAFETY: the caller's out-pointer.
@@ -62,37 +68,37 @@ export! {
     /// `cuDevicePrimaryCtxRetain`.
     fn cuDevicePrimaryCtxRetain(pctx: *mut Handle, device: c_int) {
         sim().ready()?;
-        let d = sim().device_checked(device)?;
+        let p = primary_of(device)?;
         if pctx.is_null() {
             return Err(INVALID_VALUE);
         }
-        d.primary.retain();
+        p.retain();
         // SAFETY: the caller's out-pointer, not null.
-        unsafe { out(pctx, d.primary.handle as Handle) }
+        unsafe { out(pctx, p.handle as Handle) }
     }
 
     /// `cuDevicePrimaryCtxRelease_v2`: the last release resets the context.
     fn cuDevicePrimaryCtxRelease_v2(device: c_int) {
         sim().ready()?;
-        let d = sim().device_checked(device)?;
-        d.primary.release(|| reset(&d.primary))
+        let p = primary_of(device)?;
+        p.release(|| reset(p))
     }
 
     /// `cuDevicePrimaryCtxReset_v2`: frees everything of the primary context now.
     fn cuDevicePrimaryCtxReset_v2(device: c_int) {
         sim().ready()?;
-        let d = sim().device_checked(device)?;
-        d.primary.reset_now(|| reset(&d.primary));
+        let p = primary_of(device)?;
+        p.reset_now(|| reset(p));
         Ok(())
     }
 
     /// `cuDevicePrimaryCtxGetState`: its flags and whether it is retained.
     fn cuDevicePrimaryCtxGetState(device: c_int, flags: *mut c_uint, active: *mut c_int) {
         sim().ready()?;
-        let d = sim().device_checked(device)?;
-        let on = d.primary.is_active();
+        let p = primary_of(device)?;
+        let on = p.is_active();
         // SAFETY: the caller's out-pointers.
-        unsafe { out(flags, d.primary.flags.load(std::sync::atomic::Ordering::Relaxed))? };
+        unsafe { out(flags, p.flags.load(std::sync::atomic::Ordering::Relaxed))? };
         // SAFETY: as above.
         unsafe { out(active, c_int::from(on)) }
     }
@@ -100,8 +106,8 @@ export! {
     /// `cuDevicePrimaryCtxSetFlags_v2`.
     fn cuDevicePrimaryCtxSetFlags_v2(device: c_int, flags: c_uint) {
         sim().ready()?;
-        let d = sim().device_checked(device)?;
-        d.primary.flags.store(flags, std::sync::atomic::Ordering::Relaxed);
+        let p = primary_of(device)?;
+        p.flags.store(flags, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 

@@ -13,21 +13,21 @@ use std::ffi::{c_uint, c_void};
 use std::sync::Arc;
 
 use super::{stream_of, Handle};
-use crate::capture::refuse_unsafe_call;
+use crate::capture::{link_of, refuse_unsafe_call};
 use crate::context::current_usable;
 use crate::errors::{Res, INVALID_VALUE};
+use crate::machine::machine;
 use crate::memory::Kind;
 use crate::ops::{Copy1d, HostPtr, Place, Src, Work};
-use crate::state::sim;
 use crate::stream::Stream;
 use crate::submit::{submit, Queued};
 
 /// A device-side argument (`CUdeviceptr`) of `bytes`: device memory, or page-locked
 /// host memory (unified addressing); anything else is `CUDA_ERROR_INVALID_VALUE`.
 pub fn device_place(p: u64, bytes: usize) -> Res<Place> {
-    match sim().mem.kind(p) {
+    match machine().mem.kind(p) {
         Kind::Device(_) => {
-            let (a, off) = sim().mem.device_range(p, bytes)?;
+            let (a, off) = machine().mem.device_range(p, bytes)?;
             Ok(Place::Device(a, off))
         }
         Kind::PageLocked(b) if p as usize + bytes <= b.range().end => {
@@ -44,11 +44,11 @@ pub fn host_place(p: *const c_void, bytes: usize) -> Res<Place> {
         return Err(INVALID_VALUE);
     }
     let a = p as usize;
-    match sim().mem.kind(a as u64) {
+    match machine().mem.kind(a as u64) {
         Kind::Device(_) => device_place(a as u64, bytes),
         // A device address that no allocation holds (freed, or never handed out) is
         // no host memory either.
-        Kind::Other if sim().in_device_range(a as u64) => Err(INVALID_VALUE),
+        Kind::Other if machine().in_device_range(a as u64) => Err(INVALID_VALUE),
         Kind::PageLocked(b) if a + bytes <= b.range().end => Ok(Place::Host(HostPtr(a), true)),
         _ => Ok(Place::Host(HostPtr(a), false)),
     }
@@ -61,7 +61,7 @@ pub fn pageable(p: &Place) -> bool {
 
 /// Whether the stream takes part in a capture now.
 pub fn capturing(s: &Stream) -> bool {
-    crate::table::lock(&s.capture).is_some()
+    link_of(s).is_some()
 }
 
 /// The driver's staging of a pageable source: waits for the stream's earlier work

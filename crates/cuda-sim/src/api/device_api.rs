@@ -5,6 +5,7 @@ use std::ffi::{c_char, c_int, c_uint};
 
 use super::out;
 use crate::errors::{describe, INVALID_VALUE};
+use crate::machine::machine;
 use crate::state::sim;
 
 /// The CUDA version the simulator reports (that of the GPU machine's driver).
@@ -12,7 +13,7 @@ const DRIVER_VERSION: c_int = 13000;
 
 fn get_uuid(uuid: *mut [u8; 16], device: c_int) -> crate::errors::Res<()> {
     sim().ready()?;
-    let d = sim().device_checked(device)?;
+    let d = machine().device_checked(device)?;
     let mut id = *b"cuda-sim-gpu-\0\0\0";
     id[14] = d.pci_bus as u8;
     // SAFETY: the caller's out-pointer to a `CUuuid` (16 bytes).
@@ -54,13 +55,13 @@ export! {
     fn cuDeviceGetCount(count: *mut c_int) {
         sim().ready()?;
         // SAFETY: the caller's out-pointer.
-        unsafe { out(count, sim().devices().len() as c_int) }
+        unsafe { out(count, machine().devices().len() as c_int) }
     }
 
     /// `cuDeviceGet`: a device's handle is its ordinal.
     fn cuDeviceGet(device: *mut c_int, ordinal: c_int) {
         sim().ready()?;
-        let d = sim().device_checked(ordinal)?;
+        let d = machine().device_checked(ordinal)?;
         // SAFETY: the caller's out-pointer.
         unsafe { out(device, d.ordinal as c_int) }
     }
@@ -68,7 +69,7 @@ export! {
     /// `cuDeviceGetName`: the name, cut to `len - 1` bytes and NUL-terminated.
     fn cuDeviceGetName(name: *mut c_char, len: c_int, device: c_int) {
         sim().ready()?;
-        let d = sim().device_checked(device)?;
+        let d = machine().device_checked(device)?;
         let len = usize::try_from(len).map_err(|_| INVALID_VALUE)?;
         if name.is_null() || len == 0 {
             return Err(INVALID_VALUE);
@@ -86,7 +87,7 @@ export! {
     /// `cuDeviceTotalMem_v2`.
     fn cuDeviceTotalMem_v2(bytes: *mut usize, device: c_int) {
         sim().ready()?;
-        let d = sim().device_checked(device)?;
+        let d = machine().device_checked(device)?;
         // SAFETY: the caller's out-pointer.
         unsafe { out(bytes, d.total) }
     }
@@ -94,7 +95,7 @@ export! {
     /// `cuDeviceGetAttribute`.
     fn cuDeviceGetAttribute(value: *mut c_int, attribute: c_int, device: c_int) {
         sim().ready()?;
-        let v = sim().device_checked(device)?.attribute(attribute)?;
+        let v = machine().device_checked(device)?.attribute(attribute)?;
         // SAFETY: the caller's out-pointer.
         unsafe { out(value, v) }
     }
@@ -102,7 +103,7 @@ export! {
     /// `cuDeviceComputeCapability` (deprecated, still resolved by some programs).
     fn cuDeviceComputeCapability(major: *mut c_int, minor: *mut c_int, device: c_int) {
         sim().ready()?;
-        let d = sim().device_checked(device)?;
+        let d = machine().device_checked(device)?;
         // SAFETY: the caller's out-pointers.
         unsafe { out(major, d.attribute(75)?)? };
         // SAFETY: as above.
@@ -122,7 +123,7 @@ export! {
     /// `cuDeviceGetPCIBusId`: `0000:BB:00.0`.
     fn cuDeviceGetPCIBusId(id: *mut c_char, len: c_int, device: c_int) {
         sim().ready()?;
-        let d = sim().device_checked(device)?;
+        let d = machine().device_checked(device)?;
         let text = format!("0000:{:02X}:00.0", d.pci_bus);
         let len = usize::try_from(len).map_err(|_| INVALID_VALUE)?;
         if id.is_null() || len == 0 {
@@ -154,7 +155,7 @@ export! {
     /// of `len` bytes; `CUDA_ERROR_INVALID_VALUE`, and nothing written, when it is
     /// null or too short.
     fn cuSimLeakReport(line: *mut c_char, len: usize) {
-        let text = crate::leaks::Live::of(sim()).line();
+        let text = sim().live().line();
         if line.is_null() || len <= text.len() {
             return Err(INVALID_VALUE);
         }

@@ -2,9 +2,10 @@
 //! synchronise, elapsed time, destroy.
 
 use std::ffi::c_uint;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::{out, stream_of, Handle};
+use crate::capture::link_of;
 use crate::context::current_usable;
 use crate::errors::{Res, CAPTURED_EVENT, INVALID_HANDLE, INVALID_VALUE, NOT_READY};
 use crate::event::{Event, DISABLE_TIMING, INTERPROCESS};
@@ -13,8 +14,7 @@ use crate::event::{Event, DISABLE_TIMING, INTERPROCESS};
 const BLOCKING_SYNC: u32 = 1;
 use crate::ops::Work;
 use crate::state::sim;
-use crate::submit::submit;
-use crate::table::lock;
+use crate::submit::submit_placed;
 
 fn event_of(h: Handle) -> Res<Arc<Event>> {
     sim().ready()?;
@@ -29,11 +29,16 @@ fn record(event: Handle, stream: Handle) -> Res<()> {
     if !Arc::ptr_eq(&e.ctx, &s.ctx) {
         return Err(INVALID_HANDLE);
     }
-    if let Some(link) = lock(&s.capture).clone() {
+    if let Some(link) = link_of(&s) {
         e.recorded_in_capture(link);
         return Ok(());
     }
-    submit(&s, Work::Record(e), "cuEventRecord", vec![]).map(drop)
+    let at = Arc::new(OnceLock::new());
+    let work = Work::Record(Arc::clone(&at));
+    submit_placed(&s, work, "cuEventRecord", vec![], |seq| {
+        e.recorded(&s, seq, at)
+    })
+    .map(drop)
 }
 
 fn elapsed(ms: *mut f32, start: Handle, end: Handle) -> Res<()> {

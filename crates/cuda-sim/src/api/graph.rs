@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::{out, stream_of, Handle};
 use crate::capture::{GraphExec, Node};
 use crate::errors::{Res, INVALID_HANDLE, INVALID_VALUE};
+use crate::machine::machine;
 use crate::ops::{Place, Src, Work};
 use crate::state::sim;
 use crate::submit::submit;
@@ -21,14 +22,14 @@ const FLAG_DEVICE_LAUNCH: u64 = 4;
 
 /// Aborts unless every place `node` uses is still the memory it was at capture.
 fn check_still_valid(node: &Node) {
-    let s = sim();
+    let m = machine();
     let check = |p: &Place| {
         let ok = match p {
-            Place::Device(a, _) => s
+            Place::Device(a, _) => m
                 .mem
                 .device_at(a.start)
                 .is_some_and(|now| Arc::ptr_eq(&now, a)),
-            Place::Host(h, true) => s.mem.host_block(h.0).is_some(),
+            Place::Host(h, true) => m.mem.host_block(h.0).is_some(),
             Place::Host(_, false) => true,
         };
         if !ok {

@@ -8,6 +8,7 @@ use super::{out, stream_of, Handle};
 use crate::capture::refuse_unsafe_call;
 use crate::context::current_usable;
 use crate::errors::{Res, INVALID_VALUE, NOT_FOUND};
+use crate::machine::machine;
 use crate::memory::{HostKind, Kind};
 use crate::ops::Work;
 use crate::state::sim;
@@ -40,8 +41,7 @@ fn attribute_size(attr: c_int) -> usize {
 /// Pointer attribute `attr` of address `p`; `CUDA_ERROR_INVALID_VALUE` for an address
 /// the driver does not know, or an attribute that does not apply to it.
 fn attribute(attr: c_int, p: u64) -> Res<Val> {
-    let s = sim();
-    let v = match s.mem.kind(p) {
+    let v = match machine().mem.kind(p) {
         Kind::Device(a) => match attr {
             1 => Val::U64(a.ctx.handle as u64),
             2 => Val::U32(2), // CU_MEMORYTYPE_DEVICE
@@ -91,7 +91,7 @@ export! {
     /// `cuMemGetInfo_v2` of the current context's device.
     fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) {
         let c = current_usable()?;
-        let d = sim().device(c.device);
+        let d = machine().device(c.device);
         // SAFETY: the caller's out-pointers.
         unsafe { out(free, d.free_bytes())? };
         // SAFETY: as above.
@@ -105,7 +105,7 @@ export! {
         if dptr.is_null() {
             return Err(INVALID_VALUE);
         }
-        let p = sim().mem.alloc_device(&c, bytes, false)?;
+        let p = machine().mem.alloc_device(&c, bytes, false)?;
         // SAFETY: the caller's out-pointer, not null.
         unsafe { out(dptr, p) }
     }
@@ -123,7 +123,7 @@ export! {
         }
         let p = width.checked_next_multiple_of(PITCH_ALIGN).ok_or(INVALID_VALUE)?;
         let bytes = p.checked_mul(height).ok_or(crate::errors::OUT_OF_MEMORY)?;
-        let start = sim().mem.alloc_device(&c, bytes, false)?;
+        let start = machine().mem.alloc_device(&c, bytes, false)?;
         // SAFETY: the caller's out-pointers, not null.
         unsafe {
             out(dptr, start)?;
@@ -136,10 +136,10 @@ export! {
     fn cuMemFree_v2(dptr: u64) {
         sim().ready()?;
         refuse_unsafe_call()?;
-        let a = sim().mem.device_at(dptr).ok_or(INVALID_VALUE)?;
+        let a = machine().mem.device_at(dptr).ok_or(INVALID_VALUE)?;
         a.ctx.usable()?;
-        sim().inflight.assert_device_unused(a.range(), "cuMemFree_v2", None);
-        sim().mem.free_device(dptr).map(drop)
+        machine().inflight.assert_device_unused(a.range(), "cuMemFree_v2", None);
+        machine().mem.free_device(dptr).map(drop)
     }
 
     /// `cuMemAllocAsync`: allocated at once (a stream-ordered allocation may be used
@@ -149,7 +149,7 @@ export! {
         if dptr.is_null() {
             return Err(INVALID_VALUE);
         }
-        let p = sim().mem.alloc_device(&s.ctx, bytes, true)?;
+        let p = machine().mem.alloc_device(&s.ctx, bytes, true)?;
         // SAFETY: the caller's out-pointer, not null.
         unsafe { out(dptr, p) }
     }
@@ -157,12 +157,12 @@ export! {
     /// `cuMemFreeAsync`: freed when it executes in stream order.
     fn cuMemFreeAsync(dptr: u64, stream: Handle) {
         let s = stream_of(stream)?;
-        let a = sim().mem.device_at(dptr).ok_or(INVALID_VALUE)?;
+        let a = machine().mem.device_at(dptr).ok_or(INVALID_VALUE)?;
         let queued = submit(&s, Work::Free(Arc::clone(&a)), "cuMemFreeAsync", vec![])?;
         // Queued on a stream, the free runs without the program's help; recorded in a
         // capture, it runs only if the graph is launched.
         if matches!(queued, Queued::At(..)) {
-            sim().mem.release(&a);
+            machine().mem.release(&a);
         }
         Ok(())
     }
@@ -174,7 +174,7 @@ export! {
         if pp.is_null() || flags & !HOST_ALLOC_FLAGS != 0 {
             return Err(INVALID_VALUE);
         }
-        let p = sim().mem.alloc_host(&c, bytes, flags)?;
+        let p = machine().mem.alloc_host(&c, bytes, flags)?;
         // SAFETY: the caller's out-pointer, not null.
         unsafe { out(pp, p.cast()) }
     }
@@ -186,7 +186,7 @@ export! {
         if pp.is_null() {
             return Err(INVALID_VALUE);
         }
-        let p = sim().mem.alloc_host(&c, bytes, 0)?;
+        let p = machine().mem.alloc_host(&c, bytes, 0)?;
         // SAFETY: the caller's out-pointer, not null.
         unsafe { out(pp, p.cast()) }
     }
@@ -196,10 +196,10 @@ export! {
     fn cuMemFreeHost(p: *mut c_void) {
         sim().ready()?;
         refuse_unsafe_call()?;
-        let b = sim().mem.host_at(p as usize, HostKind::Allocated)?;
+        let b = machine().mem.host_at(p as usize, HostKind::Allocated)?;
         b.ctx.usable()?;
-        sim().inflight.assert_host_unused(b.range(), "cuMemFreeHost");
-        sim().mem.free_host(&b);
+        machine().inflight.assert_host_unused(b.range(), "cuMemFreeHost");
+        machine().mem.free_host(&b);
         Ok(())
     }
 
@@ -211,7 +211,7 @@ export! {
         if flags & !HOST_REGISTER_FLAGS != 0 {
             return Err(INVALID_VALUE);
         }
-        sim().mem.register(&c, p as usize, bytes, flags)
+        machine().mem.register(&c, p as usize, bytes, flags)
     }
 
     /// `cuMemHostUnregister`: `p` must start a registered range; memory a queued copy
@@ -219,17 +219,17 @@ export! {
     fn cuMemHostUnregister(p: *mut c_void) {
         sim().ready()?;
         refuse_unsafe_call()?;
-        let b = sim().mem.host_at(p as usize, HostKind::Registered)?;
+        let b = machine().mem.host_at(p as usize, HostKind::Registered)?;
         b.ctx.usable()?;
-        sim().inflight.assert_host_unused(b.range(), "cuMemHostUnregister");
-        sim().mem.free_host(&b);
+        machine().inflight.assert_host_unused(b.range(), "cuMemHostUnregister");
+        machine().mem.free_host(&b);
         Ok(())
     }
 
     /// `cuMemHostGetDevicePointer_v2`: the same address (unified addressing).
     fn cuMemHostGetDevicePointer_v2(dptr: *mut u64, p: *mut c_void, flags: c_uint) {
         current_usable()?;
-        if flags != 0 || sim().mem.host_block(p as usize).is_none() {
+        if flags != 0 || machine().mem.host_block(p as usize).is_none() {
             return Err(INVALID_VALUE);
         }
         // SAFETY: the caller's out-pointer.
@@ -239,7 +239,7 @@ export! {
     /// `cuMemHostGetFlags`.
     fn cuMemHostGetFlags(flags: *mut c_uint, p: *mut c_void) {
         current_usable()?;
-        let b = sim().mem.host_block(p as usize).ok_or(INVALID_VALUE)?;
+        let b = machine().mem.host_block(p as usize).ok_or(INVALID_VALUE)?;
         // SAFETY: the caller's out-pointer.
         unsafe { out(flags, b.flags) }
     }
@@ -247,7 +247,7 @@ export! {
     /// `cuMemGetAddressRange_v2`: the allocation holding `dptr`.
     fn cuMemGetAddressRange_v2(base: *mut u64, size: *mut usize, dptr: u64) {
         current_usable()?;
-        let (a, _) = sim().mem.find_device(dptr).ok_or(NOT_FOUND)?;
+        let (a, _) = machine().mem.find_device(dptr).ok_or(NOT_FOUND)?;
         if !base.is_null() {
             // SAFETY: the caller's out-pointer, not null.
             unsafe { out(base, a.start)? };

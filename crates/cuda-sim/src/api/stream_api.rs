@@ -14,7 +14,6 @@ use crate::ops::Work;
 use crate::state::sim;
 use crate::stream::{Stream, StreamKind, NON_BLOCKING};
 use crate::submit::submit;
-use crate::table::lock;
 
 /// `CUstreamCaptureStatus`.
 const CAPTURE_NONE: c_int = 0;
@@ -37,25 +36,17 @@ fn create(phstream: *mut Handle, flags: c_uint, priority: c_int) -> Res<()> {
 /// `cuStreamWaitEvent`'s rules inside and around captures; `Ok(None)` when the wait
 /// was a capture's (nothing to queue).
 fn wait_in_capture(s: &Arc<Stream>, event: &crate::event::Event) -> Res<Option<()>> {
-    let mine = lock(&s.capture).clone();
-    match (event.capture(), mine) {
+    match (event.capture(), capture::link_of(s)) {
         // An event of a capture: join it, or add its dependencies.
         (Some(elink), None) => {
-            elink.cap.join(s);
-            *lock(&s.capture) = Some(elink);
+            elink.cap.join(s, elink.deps);
             Ok(None)
         }
-        (Some(elink), Some(_)) => {
-            let mut link = lock(&s.capture);
-            let l = link.as_mut().expect("captured above");
+        (Some(elink), Some(l)) => {
             if !Arc::ptr_eq(&l.cap, &elink.cap) {
                 return Err(STREAM_CAPTURE_MERGE);
             }
-            for d in elink.deps {
-                if !l.deps.contains(&d) {
-                    l.deps.push(d);
-                }
-            }
+            l.cap.merge(s, elink.deps);
             Ok(None)
         }
         // Work outside the capture cannot become a dependency inside it.
@@ -83,7 +74,7 @@ export! {
     fn cuStreamDestroy_v2(stream: Handle) {
         sim().ready()?;
         let s = sim().streams.remove(stream as usize).ok_or(INVALID_HANDLE)?;
-        if let Some(l) = lock(&s.capture).as_ref() {
+        if let Some(l) = capture::link_of(&s) {
             l.cap.invalidate();
         }
         s.close();
@@ -150,7 +141,7 @@ export! {
     /// `cuStreamIsCapturing`.
     fn cuStreamIsCapturing(stream: Handle, status: *mut c_int) {
         let s = stream_of(stream)?;
-        let st = match lock(&s.capture).as_ref() {
+        let st = match capture::link_of(&s) {
             None => CAPTURE_NONE,
             Some(l) if l.cap.is_invalidated() => CAPTURE_INVALIDATED,
             Some(_) => CAPTURE_ACTIVE,

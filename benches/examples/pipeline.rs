@@ -18,7 +18,7 @@
 //!     up.upload_with(&mut input, n, &stream, |px| preprocess(frame(k), px))?;  // queued
 //!     queue the model on `stream`;
 //!     let ticket = down.download_batch(&outputs_of(k), &stream)?;                // queued
-//!     let landed = down.wait_batch(&ticket_of(k - 1))?;  // frame k-1's outputs, in place
+//!     let landed = down.wait(&ticket_of(k - 1))?;  // frame k-1's outputs, in place
 //!     postprocess(landed);
 //! ```
 //!

@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 use cuda_core::Error;
-use cuda_staging::{BatchTicket, WaitPolicy};
+use cuda_staging::BatchTicket;
 
 use super::cpu::{postprocess, preprocess, Outputs, INPUT_LEN, SOURCE_FRAMES};
 use super::device::OutputParts;
@@ -174,12 +174,12 @@ impl Workload<'_> {
             }
             LoopColumn::Ring => self.ring_frames(total, &mut done)?,
             LoopColumn::RingSpin => {
-                let before = (self.up.wait_policy(), self.down.wait_policy());
-                self.up.set_wait_policy(WaitPolicy::Spin);
-                self.down.set_wait_policy(WaitPolicy::Spin);
+                // The spinning rings stand in for `up` and `down` for this loop.
+                std::mem::swap(&mut self.up, &mut self.spin.0);
+                std::mem::swap(&mut self.down, &mut self.spin.1);
                 let r = self.ring_frames(total, &mut done);
-                self.up.set_wait_policy(before.0);
-                self.down.set_wait_policy(before.1);
+                std::mem::swap(&mut self.up, &mut self.spin.0);
+                std::mem::swap(&mut self.down, &mut self.spin.1);
                 r?;
             }
         }
@@ -282,7 +282,7 @@ impl Workload<'_> {
     ) -> Result<(), String> {
         let e = |e: Error| format!("ring frame {k}: {e}");
         let t0 = Instant::now();
-        let (wait_cpu, landed) = thread_cpu_of(|| self.down.wait_batch(ticket));
+        let (wait_cpu, landed) = thread_cpu_of(|| self.down.wait(ticket));
         self.ring_split.wait_wall += t0.elapsed();
         self.ring_split.wait_cpu += wait_cpu;
         let landed = landed.map_err(e)?;

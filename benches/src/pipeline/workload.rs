@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use cuda_core::{Error, PinnedBuffer};
-use cuda_staging::{StagingBuffer, StagingRing};
+use cuda_staging::{RingConfig, StagingBuffer, StagingRing, WaitPolicy};
 
 use super::cpu::{
     expected_checksums, preprocessed, source_frames, Best, ANCHORS, INPUT_LEN, SCORES_LEN,
@@ -68,6 +68,9 @@ pub struct Workload<'g> {
     pub(super) ring_split: RingSplit,
     /// The `ring` loop's downloads.
     pub(super) down: StagingRing,
+    /// The `ring-spin` loop's uploads and downloads: rings like `up` and `down`
+    /// that spin through their waits (a ring's configuration is fixed when made).
+    pub(super) spin: (StagingRing, StagingRing),
 }
 
 impl<'g> Workload<'g> {
@@ -82,7 +85,7 @@ impl<'g> Workload<'g> {
         let ctx = &gpu.ctx;
         let up = StagingRing::new();
         let mut inputs = Vec::new();
-        for _ in 0..up.slots() {
+        for _ in 0..up.config().slots {
             let mut input = PinnedBuffer::<f32>::alloc_in(ctx, INPUT_LEN).map_err(alloc)?;
             input
                 .as_mut_slice()
@@ -118,6 +121,7 @@ impl<'g> Workload<'g> {
             staging: StagingBuffer::new(),
             up,
             down: StagingRing::new(),
+            spin: (spinning_ring()?, spinning_ring()?),
             ring_split: RingSplit::default(),
         })
     }
@@ -226,4 +230,13 @@ impl RingSplit {
             us(self.post_cpu),
         )
     }
+}
+
+/// A ring of the default configuration that spins through its waits.
+fn spinning_ring() -> Result<StagingRing, String> {
+    StagingRing::with_config(RingConfig {
+        wait_policy: WaitPolicy::Spin,
+        ..RingConfig::default()
+    })
+    .map_err(|e| format!("a spinning ring: {e}"))
 }

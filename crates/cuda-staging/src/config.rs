@@ -178,6 +178,77 @@ impl StagingConfig {
     }
 }
 
+/// Slots of [`RingConfig::default`] (and [`crate::StagingRing::new`]): one in flight,
+/// one being filled, one spare.
+pub const DEFAULT_RING_SLOTS: usize = 3;
+/// The most slots a ring can have.
+pub const MAX_RING_SLOTS: usize = 64;
+
+/// How a [`crate::StagingRing`] is made: its slots, the threads its `upload` copies
+/// on, and how its waits wait. Fixed for the ring's life (a ring pins nothing until
+/// its first transfer, so another configuration is another ring):
+///
+/// ```
+/// use cuda_staging::{RingConfig, StagingRing, WaitPolicy};
+///
+/// let ring = StagingRing::with_config(RingConfig {
+///     slots: 4,
+///     wait_policy: WaitPolicy::Spin,
+///     ..RingConfig::default()
+/// })?;
+/// assert_eq!(ring.config().slots, 4);
+/// # Ok::<(), cuda_staging::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Slots, 1 to [`MAX_RING_SLOTS`]: enough for the transfers in flight at once.
+    /// Default [`DEFAULT_RING_SLOTS`].
+    pub slots: usize,
+    /// Threads (the calling one included) that share `upload`'s host copy from a
+    /// slice, as [`StagingConfig::copy_threads`]. Default [`default_copy_threads`].
+    pub copy_threads: usize,
+    /// How the ring's waits (`wait`, a full ring's next transfer, `synchronize`)
+    /// wait for the GPU. The default, [`WaitPolicy::default`], polls for
+    /// [`crate::DEFAULT_SPIN`], then polls with [`crate::POLL_SLEEP`] sleeps between:
+    /// a wait for a download queued behind a model's run sleeps through the run
+    /// instead of spinning a core. [`WaitPolicy::Spin`] spins through every wait;
+    /// [`WaitPolicy::Block`] blocks in the driver at once (the least CPU, and
+    /// 100-180 µs of wake-up on every wait on the H200 host).
+    pub wait_policy: WaitPolicy,
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        RingConfig {
+            slots: DEFAULT_RING_SLOTS,
+            copy_threads: default_copy_threads(),
+            wait_policy: WaitPolicy::default(),
+        }
+    }
+}
+
+impl RingConfig {
+    /// `self`, or an error that names the field for a value no ring can take.
+    pub(crate) fn checked(self, op: &'static str) -> Result<RingConfig> {
+        if !(1..=MAX_RING_SLOTS).contains(&self.slots) {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!("slots is {}; a ring has 1 to {MAX_RING_SLOTS}", self.slots),
+            });
+        }
+        if !(1..=MAX_COPY_THREADS).contains(&self.copy_threads) {
+            return Err(Error::InvalidArgument {
+                op,
+                reason: format!(
+                    "copy_threads is {}; it must be from 1 (the calling thread alone) to {MAX_COPY_THREADS}",
+                    self.copy_threads
+                ),
+            });
+        }
+        Ok(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +339,51 @@ mod tests {
         assert!(c.stages(Direction::HostToDevice, 32 << 10));
         assert!(c.stages(Direction::DeviceToHost, 512 * 1024));
         assert!(!c.stages(Direction::DeviceToHost, 512 * 1024 + 1));
+    }
+
+    #[test]
+    fn a_ring_config_no_ring_can_take_names_its_field() {
+        assert_eq!(
+            RingConfig::default().checked("t"),
+            Ok(RingConfig::default())
+        );
+        for (bad, field) in [
+            (
+                RingConfig {
+                    slots: 0,
+                    ..RingConfig::default()
+                },
+                "slots",
+            ),
+            (
+                RingConfig {
+                    slots: MAX_RING_SLOTS + 1,
+                    ..RingConfig::default()
+                },
+                "slots",
+            ),
+            (
+                RingConfig {
+                    copy_threads: 0,
+                    ..RingConfig::default()
+                },
+                "copy_threads",
+            ),
+            (
+                RingConfig {
+                    copy_threads: MAX_COPY_THREADS + 1,
+                    ..RingConfig::default()
+                },
+                "copy_threads",
+            ),
+        ] {
+            match bad.checked("StagingRing::with_config") {
+                Err(Error::InvalidArgument { op, reason }) => {
+                    assert_eq!(op, "StagingRing::with_config");
+                    assert!(reason.starts_with(field), "{reason}");
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
     }
 }

@@ -187,7 +187,7 @@
 //!
 //! Every call that returns once its transfer has landed, and every ring wait, waits
 //! as its buffer's or ring's [`WaitPolicy`] says ([`StagingConfig::wait_policy`],
-//! [`StagingRing::set_wait_policy`]). The default polls for [`DEFAULT_SPIN`], then
+//! [`RingConfig::wait_policy`]). The default polls for [`DEFAULT_SPIN`], then
 //! polls with [`POLL_SLEEP`] sleeps between: a download queued behind a model's run
 //! sleeps through the run instead of spinning a core for it (behind about 1 and 4 ms
 //! of GPU work: within 21-48 µs of a spinning wait's latency, for 125-340 µs of CPU
@@ -356,6 +356,7 @@ pub use calibration::{Calibration, CalibrationSample};
 pub use config::StagingConfig;
 pub use config::DEFAULT_STAGE_MIN_BYTES;
 pub use config::{default_copy_threads, DEFAULT_COPY_THREADS, MAX_COPY_THREADS};
+pub use config::{RingConfig, DEFAULT_RING_SLOTS, MAX_RING_SLOTS};
 /// The cudarc the `cudarc` feature bridges to.
 #[cfg(feature = "cudarc")]
 pub use cuda_core::cudarc;
@@ -378,8 +379,7 @@ pub use pool::{
     pool_stats, pool_threads, pool_threads_started, set_copy_pool_threads, PoolStats,
     COPY_THREADS_ENV, MAX_POOL_THREADS,
 };
-pub use ring::Ticket2d;
-pub use ring::{BatchTicket, RingStats, StagingRing, Ticket, DEFAULT_RING_SLOTS, MAX_RING_SLOTS};
+pub use ring::{BatchTicket, RingStats, RingTicket, Rows, StagingRing, Ticket, Ticket2d};
 pub use stats::StagingStats;
 pub use stores::copy_for_dma;
 

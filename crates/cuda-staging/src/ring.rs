@@ -20,30 +20,27 @@ use std::convert::Infallible;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cuda_core::{
-    Context, DeviceSlice, DeviceSliceMut, DeviceView, Error, Event, Result, Stream, WaitPolicy,
-};
+use cuda_core::{Context, DeviceSlice, DeviceSliceMut, DeviceView, Error, Event, Result, Stream};
 
-use crate::batch::{DownloadBatch, Landed};
+use crate::batch::DownloadBatch;
+#[cfg(doc)]
+use crate::batch::Landed;
 use crate::budget::BudgetedPinned;
 use crate::capacity::{grow_capacity, least_capacity};
-use crate::config::default_copy_threads;
+use crate::config::RingConfig;
 use crate::copy::Copier;
 use crate::direction::Direction;
-use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
+use crate::elements::{check_transfer, no_bytes, queue_filled_upload};
 use crate::fill::FillError;
 use crate::stores::streams;
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
 
-// The 2-D transfers, in a child module for the slots' internals.
+// The 2-D transfers and the tickets, in child modules for the slots' internals.
 mod ring_2d;
-pub use ring_2d::Ticket2d;
-
-/// Slots of [`StagingRing::new`]: one in flight, one being filled, one spare.
-pub const DEFAULT_RING_SLOTS: usize = 3;
-/// The most slots a ring can have.
-pub const MAX_RING_SLOTS: usize = 64;
+mod tickets;
+pub use ring_2d::{Rows, Ticket2d};
+pub use tickets::{BatchTicket, RingTicket, Ticket};
 
 static NEXT_RING_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -74,40 +71,6 @@ struct Slot {
     in_flight: bool,
     /// Bumped each time the slot is used: tickets carry it.
     generation: u64,
-}
-
-/// What a download's ticket redeems: elements of `T` in one slot.
-#[derive(Debug)]
-#[must_use = "a download's data is read through its ticket"]
-pub struct Ticket<T> {
-    ring: u64,
-    slot: usize,
-    generation: u64,
-    len: usize,
-    _elem: PhantomData<fn() -> T>,
-}
-
-impl<T> Ticket<T> {
-    /// Elements the download moves.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether it moves none.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-/// What a batch download's ticket redeems.
-#[derive(Debug)]
-#[must_use = "a download's data is read through its ticket"]
-pub struct BatchTicket {
-    ring: u64,
-    slot: usize,
-    generation: u64,
-    batch: u64,
-    bytes: usize,
 }
 
 /// Asynchronous staging through K pinned slots, each guarded by an event, so the
@@ -152,9 +115,8 @@ pub struct StagingRing {
     slots: Vec<Slot>,
     next: usize,
     stats: RingStats,
-    copy_threads: usize,
-    /// How the ring's calls wait for the GPU (`crate::waiting`).
-    wait: WaitPolicy,
+    /// Its slots, copy threads and wait policy (the slot count is `slots.len()`).
+    config: RingConfig,
 }
 
 impl Default for StagingRing {
@@ -164,37 +126,35 @@ impl Default for StagingRing {
 }
 
 impl StagingRing {
-    /// A ring of [`DEFAULT_RING_SLOTS`] slots; pins nothing until first use.
+    /// A ring configured by [`RingConfig::default`] ([`crate::DEFAULT_RING_SLOTS`]
+    /// slots); pins nothing until first use.
     pub fn new() -> StagingRing {
-        StagingRing::build(DEFAULT_RING_SLOTS)
+        StagingRing::build(RingConfig::default())
     }
 
-    /// A ring of `slots` slots (1 to [`MAX_RING_SLOTS`]; other counts are an
-    /// [`Error::InvalidArgument`]). Pins nothing until first use.
-    pub fn with_slots(slots: usize) -> Result<StagingRing> {
-        if !(1..=MAX_RING_SLOTS).contains(&slots) {
-            return Err(Error::InvalidArgument {
-                op: "StagingRing::with_slots",
-                reason: format!("{slots} slots; a ring has 1 to {MAX_RING_SLOTS}"),
-            });
-        }
-        Ok(StagingRing::build(slots))
+    /// A ring configured by `config`; pins nothing until first use. A value no ring
+    /// can take (`slots` of 0 or past [`crate::MAX_RING_SLOTS`], `copy_threads` of 0
+    /// or past [`crate::MAX_COPY_THREADS`]) is [`Error::InvalidArgument`] naming the
+    /// field.
+    pub fn with_config(config: RingConfig) -> Result<StagingRing> {
+        Ok(StagingRing::build(
+            config.checked("StagingRing::with_config")?,
+        ))
     }
 
-    fn build(slots: usize) -> StagingRing {
+    fn build(config: RingConfig) -> StagingRing {
         StagingRing {
             id: NEXT_RING_ID.fetch_add(1, Ordering::Relaxed),
-            slots: (0..slots).map(|_| Slot::default()).collect(),
+            slots: (0..config.slots).map(|_| Slot::default()).collect(),
             next: 0,
             stats: RingStats::default(),
-            copy_threads: default_copy_threads(),
-            wait: WaitPolicy::default(),
+            config,
         }
     }
 
-    /// Slots in the ring.
-    pub fn slots(&self) -> usize {
-        self.slots.len()
+    /// How this ring was made.
+    pub fn config(&self) -> RingConfig {
+        self.config
     }
 
     /// Bytes pinned over all slots.
@@ -210,33 +170,9 @@ impl StagingRing {
         self.stats
     }
 
-    /// Threads (the calling one included) that share `upload`'s host copy, as
-    /// [`crate::StagingConfig::copy_threads`].
-    pub fn set_copy_threads(&mut self, threads: usize) {
-        self.copy_threads = threads.clamp(1, crate::MAX_COPY_THREADS);
-    }
-
-    /// How the ring's waits ([`StagingRing::wait`], a full ring's next transfer,
-    /// [`StagingRing::synchronize`]) wait for the GPU; see
-    /// [`StagingRing::set_wait_policy`].
-    pub fn wait_policy(&self) -> WaitPolicy {
-        self.wait
-    }
-
-    /// Sets how the ring's waits wait for the GPU. The default,
-    /// [`WaitPolicy::default`], polls for [`crate::DEFAULT_SPIN`], then polls with
-    /// [`crate::POLL_SLEEP`] sleeps between: a wait for a download queued behind a
-    /// model's run sleeps through the run instead of spinning a core.
-    /// [`WaitPolicy::Spin`] spins through every wait (lowest latency, a core busy
-    /// while the GPU works); [`WaitPolicy::Block`] blocks in the driver at once (the
-    /// least CPU, and 100-180 µs of wake-up on every wait on the H200 host).
-    pub fn set_wait_policy(&mut self, policy: WaitPolicy) {
-        self.wait = policy;
-    }
-
     /// Waits for every queued transfer of the ring.
     pub fn synchronize(&mut self) -> Result<()> {
-        let wait = self.wait;
+        let wait = self.config.wait_policy;
         for s in &mut self.slots {
             if s.in_flight {
                 if let Some(e) = &s.event {
@@ -364,7 +300,7 @@ impl StagingRing {
         stream: &Stream,
     ) -> Result<()> {
         let copier = Copier::for_transfer(
-            self.copy_threads,
+            self.config.copy_threads,
             std::mem::size_of_val(src),
             crate::Direction::HostToDevice,
             false,
@@ -477,36 +413,16 @@ impl StagingRing {
         })
     }
 
-    /// Waits for the download `ticket` stands for (that transfer alone) and returns
-    /// its elements in place. [`Error::InvalidArgument`] when the ticket's slot has
+    /// Waits for the download `ticket` stands for (that transfer alone) and hands
+    /// out what landed, in place: for a [`Ticket`] its elements, for a
+    /// [`BatchTicket`] its parts ([`Landed`]), for a [`Ticket2d`] its rows
+    /// ([`Rows`](crate::Rows)). [`Error::InvalidArgument`] when the ticket's slot has
     /// since been reused (or the ticket is another ring's).
-    pub fn wait<T: StagingPod>(&self, ticket: &Ticket<T>) -> Result<&[T]> {
-        if ticket.len == 0 || std::mem::size_of::<T>() == 0 {
-            self.check_ring(ticket.ring)?;
-            return Ok(no_bytes(ticket.len));
-        }
-        let bytes = ticket.len * std::mem::size_of::<T>();
-        cast::<T>(self.landed(ticket.ring, ticket.slot, ticket.generation, bytes)?)
+    pub fn wait<K: RingTicket>(&self, ticket: &K) -> Result<K::Landed<'_>> {
+        ticket.landed_in(self)
     }
 
-    /// Waits for the batch `ticket` stands for and returns its parts in place.
-    /// Errors as [`StagingRing::wait`].
-    pub fn wait_batch(&self, ticket: &BatchTicket) -> Result<Landed<'_>> {
-        if ticket.bytes == 0 {
-            self.check_ring(ticket.ring)?;
-            return Ok(Landed {
-                bytes: &[],
-                batch: ticket.batch,
-            });
-        }
-        let bytes = self.landed(ticket.ring, ticket.slot, ticket.generation, ticket.bytes)?;
-        Ok(Landed {
-            bytes,
-            batch: ticket.batch,
-        })
-    }
-
-    fn check_ring(&self, ring: u64) -> Result<()> {
+    pub(crate) fn check_ring(&self, ring: u64) -> Result<()> {
         if ring == self.id {
             Ok(())
         } else {
@@ -518,7 +434,13 @@ impl StagingRing {
     }
 
     /// The first `bytes` of slot `k` once the transfer of `generation` landed.
-    fn landed(&self, ring: u64, k: usize, generation: u64, bytes: usize) -> Result<&[u8]> {
+    pub(crate) fn landed(
+        &self,
+        ring: u64,
+        k: usize,
+        generation: u64,
+        bytes: usize,
+    ) -> Result<&[u8]> {
         self.check_ring(ring)?;
         let slot = self.slots.get(k).ok_or_else(missing)?;
         if slot.generation != generation {
@@ -535,7 +457,7 @@ impl StagingRing {
         }
         if let Some(e) = &slot.event {
             // Queued a frame ago: its own DMA has had its time (`crate::waiting`).
-            e.synchronize_with(self.wait)?;
+            e.synchronize_with(self.config.wait_policy)?;
         }
         let pinned = slot.pinned.as_ref().ok_or_else(missing)?;
         Ok(&pinned.as_slice()?[..bytes])
@@ -567,7 +489,7 @@ impl StagingRing {
             if !done {
                 self.stats.slot_waits += 1;
                 if let Some(e) = &slot.event {
-                    e.synchronize_with(self.wait)?;
+                    e.synchronize_with(self.config.wait_policy)?;
                 }
             }
             slot.in_flight = false;
@@ -637,13 +559,20 @@ mod tests {
     #[test]
     fn a_ring_has_one_to_64_slots_and_pins_nothing_at_first() {
         let r = StagingRing::new();
-        assert_eq!(r.slots(), DEFAULT_RING_SLOTS);
+        assert_eq!(r.config(), RingConfig::default());
+        assert_eq!(r.slots.len(), crate::DEFAULT_RING_SLOTS);
         assert_eq!(r.capacity(), 0);
         assert_eq!(r.stats(), RingStats::default());
-        assert_eq!(StagingRing::with_slots(1).unwrap().slots(), 1);
-        assert_eq!(StagingRing::with_slots(64).unwrap().slots(), 64);
+        let with = |slots| {
+            StagingRing::with_config(RingConfig {
+                slots,
+                ..RingConfig::default()
+            })
+        };
+        assert_eq!(with(1).unwrap().slots.len(), 1);
+        assert_eq!(with(64).unwrap().slots.len(), 64);
         for bad in [0, 65] {
-            let e = StagingRing::with_slots(bad).unwrap_err();
+            let e = with(bad).unwrap_err();
             assert!(e.to_string().contains("a ring has 1 to 64"), "{e}");
         }
     }

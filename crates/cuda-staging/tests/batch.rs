@@ -1,7 +1,7 @@
 //! Tests of batched transfers (issue 13): `DownloadBatch` / `UploadBatch` through
 //! `StagingBuffer::download_batch` / `upload_batch` (with `cuMemcpyBatchAsync` and
 //! with one queued copy per part), and through `StagingRing::download_batch` /
-//! `wait_batch`. Outputs of four types and sizes, ordering after queued work, the
+//! `wait`. Outputs of four types and sizes, ordering after queued work, the
 //! part limit, bad input, parts of another batch, empty batches and the counters.
 //!
 //! The CPU tests at the top run everywhere: without a driver no device buffer can
@@ -273,7 +273,11 @@ fn four_outputs_download_as_one_copy_per_part_without_the_batch_api() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn the_ring_downloads_a_batch_for_one_ticket() {
     let (_ctx, stream) = gpu();
-    let mut ring = StagingRing::with_slots(2).unwrap();
+    let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+        slots: 2,
+        ..Default::default()
+    })
+    .unwrap();
     let other = StagingRing::new();
     let mut out = Outputs::new();
     let single_seed = seed();
@@ -287,12 +291,12 @@ fn the_ring_downloads_a_batch_for_one_ticket() {
         let bt = ring.download_batch(&batch, &stream).unwrap();
         let t = ring.download(&single, 1000, &stream).unwrap();
         {
-            let landed = ring.wait_batch(&bt).unwrap();
+            let landed = ring.wait(&bt).unwrap();
             out.check(&format!("ring round {round}"), &landed, parts);
             // Redeeming again gives the same bytes.
             out.check(
                 &format!("ring round {round}, again"),
-                &ring.wait_batch(&bt).unwrap(),
+                &ring.wait(&bt).unwrap(),
                 parts,
             );
         }
@@ -301,11 +305,11 @@ fn the_ring_downloads_a_batch_for_one_ticket() {
             ring.wait(&t).unwrap(),
             single_seed,
         );
-        let reason = invalid_reason(other.wait_batch(&bt).unwrap_err());
+        let reason = invalid_reason(other.wait(&bt).unwrap_err());
         assert!(reason.contains("another ring"), "{reason}");
         // Two more transfers on two slots: the batch's slot is reused.
         let t2 = ring.download(&single, 10, &stream).unwrap();
-        let reason = invalid_reason(ring.wait_batch(&bt).unwrap_err());
+        let reason = invalid_reason(ring.wait(&bt).unwrap_err());
         assert!(reason.contains("stale ticket"), "{reason}");
         check(
             &format_args!("last download"),
@@ -460,7 +464,7 @@ fn a_batch_download_sees_work_queued_before_it() {
             );
         } else {
             let t = ring.download_batch(&batch, &stream).unwrap();
-            let landed = ring.wait_batch(&t).unwrap();
+            let landed = ring.wait(&t).unwrap();
             check(
                 &format_args!("ring: copied part"),
                 landed.get(p_copied).unwrap(),
@@ -561,7 +565,7 @@ fn a_17th_part_is_refused_and_the_16_go_through() {
         }
     }
     let t = ring.download_batch(&batch, &stream).unwrap();
-    let landed = ring.wait_batch(&t).unwrap();
+    let landed = ring.wait(&t).unwrap();
     for (i, &p) in parts.iter().enumerate() {
         check(&format_args!("ring part {i}"), landed.get(p).unwrap(), s);
     }
@@ -685,7 +689,7 @@ fn a_part_of_another_batch_is_refused() {
         check(&format_args!("own part"), landed.get(part_a).unwrap(), s);
     }
     let t = ring.download_batch(&b, &stream).unwrap();
-    let landed = ring.wait_batch(&t).unwrap();
+    let landed = ring.wait(&t).unwrap();
     let reason = invalid_reason(landed.get(part_a).unwrap_err());
     assert!(reason.contains("another batch"), "{reason}");
     check(
@@ -709,7 +713,7 @@ fn an_empty_batch_does_nothing() {
         .upload_batch(&mut UploadBatch::new(), &stream)
         .unwrap();
     let t = ring.download_batch(&empty, &stream).unwrap();
-    ring.wait_batch(&t).unwrap();
+    ring.wait(&t).unwrap();
 
     // Parts of zero elements make an empty region too.
     let mut zeros = DownloadBatch::new();
@@ -719,7 +723,7 @@ fn an_empty_batch_does_nothing() {
     assert!(p.is_empty() && q.is_empty());
     staging.download_batch(&zeros, &stream).unwrap();
     let t = ring.download_batch(&zeros, &stream).unwrap();
-    ring.wait_batch(&t).unwrap();
+    ring.wait(&t).unwrap();
 
     assert_eq!(staging.stats(), StagingStats::default());
     assert_eq!(staging.capacity(), 0);
@@ -745,7 +749,7 @@ fn a_part_of_zero_elements_reads_as_an_empty_slice() {
     }
     let t = ring.download_batch(&zeros, &stream).unwrap();
     assert_eq!(
-        ring.wait_batch(&t).unwrap().get(p).unwrap(),
+        ring.wait(&t).unwrap().get(p).unwrap(),
         &[] as &[f32],
         "ring"
     );
@@ -826,7 +830,7 @@ fn odd_sizes(staging: &mut StagingBuffer, ring: &mut StagingRing, stream: &Strea
         check_parts("staging", &staging.download_batch(&batch, stream).unwrap());
     }
     let t = ring.download_batch(&batch, stream).unwrap();
-    check_parts("ring", &ring.wait_batch(&t).unwrap());
+    check_parts("ring", &ring.wait(&t).unwrap());
 
     let mut up_bytes = DeviceBuffer::<u8>::alloc(n_b).unwrap();
     let mut up_rgb = DeviceBuffer::<[u8; 3]>::alloc(n_r).unwrap();
@@ -975,7 +979,7 @@ fn views_download(batch_api: bool) {
         let landed = staging.download_batch(&batch, &stream).unwrap();
         check_view_parts(&what, &landed, &parts, (s_t, s_b));
         let bt = ring.download_batch(&batch, &stream).unwrap();
-        let landed = ring.wait_batch(&bt).unwrap();
+        let landed = ring.wait(&bt).unwrap();
         check_view_parts(&format!("ring, {what}"), &landed, &parts, (s_t, s_b));
     }
     let sum = (FRAME * 4 + 500 * 4 + 3333 + 4 * FRAME * 4) as u64;

@@ -492,7 +492,7 @@ fn a_fault_during_a_ring_wait() {
         let r = timed(
             "StagingRing::wait_batch behind the fault",
             AFTER_FAULT_LIMIT,
-            || ring.wait_batch(&batch_ticket).map(|_| ()),
+            || ring.wait(&batch_ticket).map(|_| ()),
         );
         sticky_error("StagingRing::wait_batch", r);
 

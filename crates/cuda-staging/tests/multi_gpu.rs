@@ -421,7 +421,7 @@ fn a_staging_ring_pair_per_gpu_each_driven_by_its_own_thread() {
         // one); the rest of the loop reuses them.
         for (ring, st) in [(up, u), (down, d)] {
             assert!(
-                st.allocations <= 2 * ring.slots() as u64,
+                st.allocations <= 2 * ring.config().slots as u64,
                 "device {ordinal}: {st:?}"
             );
         }

@@ -420,7 +420,11 @@ fn pinned_bytes_counts_buffers_rings_and_batches_and_shrink_to_fit_gives_memory_
     assert!(staging.capacity() > first);
     assert_eq!(pinned_bytes(), base + staging.capacity());
 
-    let mut ring = StagingRing::with_slots(3).unwrap();
+    let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+        slots: 3,
+        ..Default::default()
+    })
+    .unwrap();
     let held = device_with::<f32>(n, seed());
     let mut tickets = Vec::new();
     for _ in 0..3 {
@@ -466,7 +470,11 @@ fn a_ring_slot_grow_past_the_limit_is_refused_and_the_ring_works_at_its_old_size
     let (_ctx, stream) = gpu();
     let _g = limited(None);
     let base = pinned_bytes();
-    let mut ring = StagingRing::with_slots(2).unwrap();
+    let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+        slots: 2,
+        ..Default::default()
+    })
+    .unwrap();
     let small = 256 * KIB / 4;
     let sentinel = seed();
     let mut dev = device_with::<f32>(4 * small, sentinel);

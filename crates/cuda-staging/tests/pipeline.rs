@@ -9,7 +9,7 @@
 //! to wake: a copy under 512 KiB after a gap) and in one piece otherwise; uploads
 //! over 1 MiB and downloads over 512 KiB are pipelined, and after a gap a copy of
 //! 512 KiB or more wakes parked helpers; `set_pipeline_chunk_bytes` forces a chunk
-//! size; with `set_copy_threads(1)` or `set_copy_pool_threads(0)` the calling thread
+//! size; with `StagingConfig::copy_threads` 1 or `set_copy_pool_threads(0)` the calling thread
 //! copies alone. The sizes below sit at and around each of those bounds, with `f32`
 //! and a 3-byte element (so elements straddle chunk and part boundaries), and every
 //! element is compared.
@@ -82,9 +82,9 @@ fn element_counts<T>() -> Vec<usize> {
 enum Setup {
     /// Copies split over the caller and every helper of the pool.
     AllHelpers,
-    /// `set_copy_threads(2)`: the caller and one helper.
+    /// `StagingConfig::copy_threads` 2: the caller and one helper.
     OneHelper,
-    /// `set_copy_threads(1)`: the calling thread copies alone; every mid-size upload
+    /// `StagingConfig::copy_threads` 1: the calling thread copies alone; every mid-size upload
     /// is cut in two.
     OneThread,
     /// `set_copy_pool_threads(0)` for the process: no helper at all, whatever the

@@ -141,7 +141,7 @@ impl Pipeline {
         let p_out = batch.add(&out_slot, N).expect("add output");
         let p_scores = batch.add(&*scores, N_SCORES).expect("add scores");
         let bt = ring.download_batch(&batch, stream).expect("download_batch");
-        let landed = ring.wait_batch(&bt).expect("wait_batch");
+        let landed = ring.wait(&bt).expect("wait_batch");
         check_frame("batch output", landed.get(p_out).expect("get output"), k);
         let got = landed.get(p_scores).expect("get scores");
         assert!(
@@ -164,7 +164,11 @@ fn a_warm_ring_frame_loop_allocates_nothing_and_starts_no_thread() {
         input: DeviceBuffer::alloc(SLOTS as usize * N).expect("alloc input"),
         output: DeviceBuffer::alloc(SLOTS as usize * N).expect("alloc output"),
         scores: DeviceBuffer::alloc(N_SCORES).expect("alloc scores"),
-        ring: StagingRing::with_slots(4).expect("four slots"),
+        ring: StagingRing::with_config(cuda_staging::RingConfig {
+            slots: 4,
+            ..Default::default()
+        })
+        .expect("four slots"),
         previous: None,
     };
     for k in 0..WARM_UP_FRAMES {

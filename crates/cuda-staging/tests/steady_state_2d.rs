@@ -38,8 +38,8 @@ const CALLS: [&str; 9] = [
     "download_2d_into",
     "StagingRing::upload_2d",
     "StagingRing::upload_2d_with",
-    "StagingRing::download_2d + wait_2d",
-    "StagingRing::download_2d + wait_2d_copy",
+    "StagingRing::download_2d + wait",
+    "StagingRing::download_2d + wait + Rows::copy_to",
 ];
 
 /// Everything one pass needs, made before the measurement: a 1920x1080 RGB surface
@@ -151,19 +151,20 @@ fn pass(
     .expect("StagingRing::upload_2d_with");
     let same = counted(&mut allocs[7], || {
         let t: Ticket2d<u8> = ring.download_2d(&f.surface, stream).expect("download_2d");
-        ring.wait_2d(&t).expect("wait_2d") == &f.rows[..]
+        ring.wait(&t).map(|rows| rows.as_slice()).expect("wait") == &f.rows[..]
     });
     if !same {
-        failed.get_or_insert("StagingRing::download_2d + wait_2d");
+        failed.get_or_insert("StagingRing::download_2d + wait");
     }
     f.dst_padded.fill(0x22);
     counted(&mut allocs[8], || {
         let t = ring.download_2d(&f.surface, stream).expect("download_2d");
-        ring.wait_2d_copy(&t, &mut f.dst_padded, padded_pitch)
-            .expect("wait_2d_copy");
+        ring.wait(&t)
+            .and_then(|rows| rows.copy_to(&mut f.dst_padded, padded_pitch))
+            .expect("wait, then Rows::copy_to");
     });
     if !f.dst_holds_rows() {
-        failed.get_or_insert("StagingRing::download_2d + wait_2d_copy");
+        failed.get_or_insert("StagingRing::download_2d + wait + Rows::copy_to");
     }
     failed
 }

@@ -14,7 +14,7 @@
 
 mod common;
 
-use cuda_staging::StagingConfig;
+use cuda_staging::{RingConfig, StagingConfig};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -212,9 +212,12 @@ fn a_ring_wait_behind_long_work_sleeps_unless_told_to_spin() {
     let mut busy = Busy::new();
     let bytes = 150_528;
     for policy in POLICIES {
-        let mut ring = StagingRing::new();
-        ring.set_wait_policy(policy);
-        assert_eq!(ring.wait_policy(), policy);
+        let mut ring = StagingRing::with_config(RingConfig {
+            wait_policy: policy,
+            ..RingConfig::default()
+        })
+        .unwrap();
+        assert_eq!(ring.config().wait_policy, policy);
         warm(&mut ring, &stream, bytes);
         let s = seed();
         let dev = device_with::<u8>(bytes, s);

@@ -1,13 +1,13 @@
 //! [`StagingRing`]'s 2-D transfers: a slot holds a frame's rows packed, one
 //! `cuMemcpy2DAsync` moves them to or from a pitched device region, and a
-//! [`Ticket2d`] redeems a download packed ([`StagingRing::wait_2d`]) or spread to
-//! the caller's pitch ([`StagingRing::wait_2d_copy`]). A child module of `ring`, for
-//! its slots.
+//! [`Ticket2d`] redeems a download as [`Rows`], packed in place, which copy out to
+//! the caller's pitch on request. A child module of `ring`, for its slots.
 
 use std::marker::PhantomData;
 
 use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Layout2d, Result, Stream};
 
+use super::tickets::{sealed, RingTicket};
 use super::{missing, StagingRing, Ticket};
 use crate::copy::Copier;
 use crate::direction::Direction;
@@ -102,8 +102,13 @@ impl StagingRing {
         if bytes == 0 {
             return Ok(());
         }
-        let copier = Copier::for_transfer(self.copy_threads, bytes, Direction::HostToDevice, false)
-            .last(true);
+        let copier = Copier::for_transfer(
+            self.config.copy_threads,
+            bytes,
+            Direction::HostToDevice,
+            false,
+        )
+        .last(true);
         let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
         span.route(SpanRoute::Ring);
         span.copied(rows::copier_for(&host, copier), bytes);
@@ -117,9 +122,10 @@ impl StagingRing {
 
     /// Queues one `cuMemcpy2DAsync` of the rows of `src` (a 2-D device region) into
     /// a slot, packed, on `stream`, and returns a ticket for them without waiting.
-    /// Redeem it with [`StagingRing::wait_2d`] (the rows in place, packed) or
-    /// [`StagingRing::wait_2d_copy`] (copied out to a pitch of your choice) before
-    /// the ring comes round to the same slot again (`slots()` transfers later).
+    /// Redeem it with [`StagingRing::wait`], which hands out the rows in place,
+    /// packed ([`Rows`], which [`Rows::copy_to`] copies out to a pitch of your
+    /// choice), before the ring comes round to the same slot again (`slots`
+    /// transfers later).
     /// Errors as [`StagingBuffer::download_2d_into`](crate::StagingBuffer::download_2d_into).
     pub fn download_2d<T: StagingPod>(
         &mut self,
@@ -159,35 +165,6 @@ impl StagingRing {
         })
     }
 
-    /// Waits for the 2-D download `ticket` stands for (that transfer alone) and
-    /// returns its rows in place, packed: `width * height` elements, row `r` at
-    /// `[r * width, (r + 1) * width)`. Errors as [`StagingRing::wait`].
-    pub fn wait_2d<T: StagingPod>(&self, ticket: &Ticket2d<T>) -> Result<&[T]> {
-        self.wait(&ticket.ticket)
-    }
-
-    /// Waits for the 2-D download `ticket` stands for and copies its rows into
-    /// `dst`, whose rows start `dst_pitch_bytes` apart; the bytes of `dst` between
-    /// its rows are not written.
-    ///
-    /// Errors, before waiting and changing nothing:
-    /// [`Error::PitchTooSmall`](crate::Error::PitchTooSmall) /
-    /// [`Error::RegionOutOfBounds`](crate::Error::RegionOutOfBounds) for `dst` as
-    /// [`StagingBuffer::download_2d`](crate::StagingBuffer::download_2d); then those
-    /// of [`StagingRing::wait`].
-    pub fn wait_2d_copy<T: StagingPod>(
-        &self,
-        ticket: &Ticket2d<T>,
-        dst: &mut [T],
-        dst_pitch_bytes: usize,
-    ) -> Result<()> {
-        let op = "StagingRing::wait_2d_copy";
-        let rows_of = Layout2d::packed::<T>(op, ticket.width, ticket.height)?;
-        let host = host_rows::<T>(op, &rows_of, ticket.width, dst_pitch_bytes, dst.len())?;
-        let landed: &[u8] = bytemuck::cast_slice(self.wait(&ticket.ticket)?);
-        rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, Copier::solo())
-    }
-
     /// The queued upload the 2-D uploads share: a slot for `device`'s packed rows,
     /// `fill` writes them, one 2-D DMA to `dst` queued on `stream`; counted once
     /// queued.
@@ -211,5 +188,57 @@ impl StagingRing {
         self.stats.uploads += 1;
         self.stats.bytes_uploaded += bytes as u64;
         Ok(())
+    }
+}
+
+/// A 2-D download landed in a ring slot: `width * height` elements, packed (row `r`
+/// at `[r * width, (r + 1) * width)`), borrowed from the ring. Derefs to the packed
+/// elements; [`Rows::copy_to`] spreads them to a pitch.
+#[derive(Clone, Copy, Debug)]
+pub struct Rows<'a, T> {
+    elems: &'a [T],
+    width: usize,
+    height: usize,
+}
+
+impl<'a, T: StagingPod> Rows<'a, T> {
+    /// The packed elements.
+    pub fn as_slice(&self) -> &'a [T] {
+        self.elems
+    }
+
+    /// Copies the rows into `dst`, whose rows start `dst_pitch_bytes` apart; the
+    /// bytes of `dst` between its rows are not written. Errors, changing nothing:
+    /// [`Error::PitchTooSmall`](crate::Error::PitchTooSmall) /
+    /// [`Error::RegionOutOfBounds`](crate::Error::RegionOutOfBounds) for `dst` as
+    /// [`StagingBuffer::download_2d`](crate::StagingBuffer::download_2d).
+    pub fn copy_to(&self, dst: &mut [T], dst_pitch_bytes: usize) -> Result<()> {
+        let op = "Rows::copy_to";
+        let rows_of = Layout2d::packed::<T>(op, self.width, self.height)?;
+        let host = host_rows::<T>(op, &rows_of, self.width, dst_pitch_bytes, dst.len())?;
+        let landed: &[u8] = bytemuck::cast_slice(self.elems);
+        rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, Copier::solo())
+    }
+}
+
+impl<T> std::ops::Deref for Rows<'_, T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        self.elems
+    }
+}
+
+impl<T> sealed::Sealed for Ticket2d<T> {}
+
+impl<T: StagingPod> RingTicket for Ticket2d<T> {
+    type Landed<'a> = Rows<'a, T>;
+
+    fn landed_in<'a>(&self, ring: &'a StagingRing) -> Result<Rows<'a, T>> {
+        Ok(Rows {
+            elems: self.ticket.landed_in(ring)?,
+            width: self.width,
+            height: self.height,
+        })
     }
 }

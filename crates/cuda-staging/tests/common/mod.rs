@@ -325,7 +325,7 @@ impl Busy {
 /// next call comes.
 pub fn warm(ring: &mut StagingRing, stream: &Stream, bytes: usize) {
     let scratch = DeviceBuffer::<u8>::alloc(bytes).expect("alloc scratch");
-    for _ in 0..ring.slots() {
+    for _ in 0..ring.config().slots {
         let t = ring
             .download(&scratch, bytes, stream)
             .expect("warm-up download");

@@ -7,7 +7,7 @@ fn outputs(ring: &mut StagingRing, boxes: &DeviceBuffer<f32>, s: &Stream) -> Res
     let mut batch = DownloadBatch::new();
     let b = batch.add(boxes, 4)?;
     let t = ring.download_batch(&batch, s)?;
-    let landed = ring.wait_batch(&t)?;
+    let landed = ring.wait(&t)?;
     let next = ring.download(boxes, 4, s)?;
     let first = landed.get(b)?[0];
     drop(next);

@@ -240,7 +240,7 @@ fn batches_take_cudarc_parts_both_ways() {
         let t = ring
             .download_batch(&batch, &g.stream)
             .expect("ring download_batch");
-        let landed = ring.wait_batch(&t).expect("wait_batch");
+        let landed = ring.wait(&t).expect("wait");
         check("ring batch part a[0..k]", landed.get(p1).expect("get"), sa);
         check("ring batch part b", landed.get(pb).expect("get"), sb);
     }

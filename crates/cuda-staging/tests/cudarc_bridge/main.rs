@@ -118,7 +118,7 @@ impl CudarcBusy {
 /// then certainly still pending when the next call comes.
 fn warm_ring(ring: &mut StagingRing, g: &Gpu, bytes: usize) {
     let scratch = g.cu.alloc_zeros::<u8>(bytes).expect("alloc scratch");
-    for _ in 0..ring.slots() {
+    for _ in 0..ring.config().slots {
         let view = CudarcView::new(&scratch, &g.stream).expect("CudarcView::new");
         let t = ring
             .download(&view, bytes, &g.stream)

@@ -148,11 +148,14 @@ fn a_ring_2d_ticket_copied_out_at_a_bad_pitch_is_refused_and_still_redeems() {
     surface.set_rows(&stream, &rows);
     let t = with_region!(&mut surface, |r| ring.download_2d(&*r, &stream)).expect("download_2d");
     let mut dst = vec![0f32; 10];
-    let e = ring.wait_2d_copy(&t, &mut dst, 67).unwrap_err();
+    let e = ring
+        .wait(&t)
+        .and_then(|rows| rows.copy_to(&mut dst, 67))
+        .unwrap_err();
     assert_eq!(
         e,
         Error::PitchTooSmall {
-            op: "StagingRing::wait_2d_copy",
+            op: "Rows::copy_to",
             what: "the host rows",
             width: 17,
             elem_bytes: 4,
@@ -160,7 +163,10 @@ fn a_ring_2d_ticket_copied_out_at_a_bad_pitch_is_refused_and_still_redeems() {
             pitch_bytes: 67
         }
     );
-    let e = ring.wait_2d_copy(&t, &mut dst, 68).unwrap_err();
+    let e = ring
+        .wait(&t)
+        .and_then(|rows| rows.copy_to(&mut dst, 68))
+        .unwrap_err();
     assert!(
         matches!(
             e,
@@ -178,7 +184,7 @@ fn a_ring_2d_ticket_copied_out_at_a_bad_pitch_is_refused_and_still_redeems() {
     );
     check_packed(
         "the ticket after refused copies",
-        ring.wait_2d(&t).expect("wait_2d"),
+        ring.wait(&t).map(|rows| rows.as_slice()).expect("wait"),
         &rows,
     );
 }
@@ -219,9 +225,17 @@ fn empty_2d_regions_are_no_ops() {
         ring.upload_2d_with(&mut d, &stream, |px: &mut [f32]| assert!(px.is_empty()))
             .expect("ring upload_2d_with");
         let t = ring.download_2d(&d, &stream).expect("ring download_2d");
-        assert!(t.is_empty() && ring.wait_2d(&t).expect("wait_2d").is_empty());
-        ring.wait_2d_copy(&t, &mut back, pitch)
-            .expect("wait_2d_copy");
+        assert!(
+            t.is_empty()
+                && ring
+                    .wait(&t)
+                    .map(|rows| rows.as_slice())
+                    .expect("wait")
+                    .is_empty()
+        );
+        ring.wait(&t)
+            .and_then(|rows| rows.copy_to(&mut back, pitch))
+            .expect("wait, then Rows::copy_to");
         assert_eq!(back, host, "{what}: an empty ticket wrote the host");
     }
     assert_eq!(staging.capacity(), 0, "empty transfers pin nothing");

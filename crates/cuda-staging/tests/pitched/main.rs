@@ -1,6 +1,6 @@
 //! GPU tests of the 2-D transfers: `StagingBuffer::upload_2d`, `upload_2d_with`,
 //! `download_2d`, `download_2d_into`, and `StagingRing::upload_2d`,
-//! `upload_2d_with`, `download_2d` with `wait_2d` / `wait_2d_copy`.
+//! `upload_2d_with`, `download_2d` with `wait` (and `Rows::copy_to`).
 //!
 //! Every test is `#[ignore]`d so that `cargo test` passes without a GPU; run them
 //! with `cargo xtask test-gpu` (or `cargo test -p cuda-staging --test pitched --

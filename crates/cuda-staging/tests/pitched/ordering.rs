@@ -114,9 +114,11 @@ fn ring_2d_transfers_keep_stream_order() {
     let (width, height) = (641, 300);
     let mut surface = Surface::<u8>::new(Kind::Pitched, width, height, &stream);
     // Pin every slot first.
-    for _ in 0..ring.slots() {
+    for _ in 0..ring.config().slots {
         let t = with_region!(&mut surface, |r| ring.download_2d(&*r, &stream)).expect("warm-up");
-        ring.wait_2d(&t).expect("warm-up wait");
+        ring.wait(&t)
+            .map(|rows| rows.as_slice())
+            .expect("warm-up wait");
     }
     let host = Layout2d::new::<u8>("test", "host", width, height, 704).unwrap();
     for round in 0..2u8 {
@@ -129,8 +131,9 @@ fn ring_2d_transfers_keep_stream_order() {
         let t = with_region!(&mut surface, |r| ring.download_2d(&*r, &stream))
             .unwrap_or_else(|e| panic!("{what}: download_2d: {e}"));
         let mut dst = host_with::<u8>(&host, 0, &[]);
-        ring.wait_2d_copy(&t, &mut dst, 704)
-            .unwrap_or_else(|e| panic!("{what}: wait_2d_copy: {e}"));
+        ring.wait(&t)
+            .and_then(|rows| rows.copy_to(&mut dst, 704))
+            .unwrap_or_else(|e| panic!("{what}: wait, then Rows::copy_to: {e}"));
         check_rows_and_padding(
             &format!("{what}: download_2d"),
             &dst,

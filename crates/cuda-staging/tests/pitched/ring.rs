@@ -9,7 +9,7 @@ use super::*;
 fn ring_uploads_of<T: Pattern>(tag: &str) {
     let (_ctx, stream) = gpu();
     let mut ring = StagingRing::new();
-    let frames = 2 * ring.slots() + 1;
+    let frames = 2 * ring.config().slots + 1;
     for kind in KINDS {
         for width in WIDTHS {
             let height = 5;
@@ -58,7 +58,7 @@ fn ring_uploads_of<T: Pattern>(tag: &str) {
     // Three slots, reused many times over, pinned once each.
     assert_eq!(
         ring.stats().allocations,
-        ring.slots() as u64,
+        ring.config().slots as u64,
         "{:?}",
         ring.stats()
     );
@@ -103,7 +103,7 @@ fn ring_downloads_of<T: Pattern>(tag: &str) {
                 let mut surfaces = Vec::new();
                 let mut tickets: Vec<Ticket2d<T>> = Vec::new();
                 let before = ring.stats();
-                for _ in 0..ring.slots() {
+                for _ in 0..ring.config().slots {
                     let rows = rows_of(row * height, seed());
                     let mut s = Surface::<T>::new(kind, width, height, &stream);
                     s.set_rows(&stream, &rows);
@@ -115,28 +115,33 @@ fn ring_downloads_of<T: Pattern>(tag: &str) {
                     surfaces.push((s, rows));
                 }
                 let after = ring.stats();
-                assert_eq!(after.downloads - before.downloads, ring.slots() as u64);
+                assert_eq!(
+                    after.downloads - before.downloads,
+                    ring.config().slots as u64
+                );
                 assert_eq!(
                     after.bytes_downloaded - before.bytes_downloaded,
-                    (ring.slots() * row * height) as u64
+                    (ring.config().slots * row * height) as u64
                 );
                 for (k, (t, (_, rows))) in tickets.iter().zip(&surfaces).enumerate() {
                     let what = format!("{what}: ticket {k}");
                     if k < 2 {
                         let got = ring
-                            .wait_2d(t)
-                            .unwrap_or_else(|e| panic!("{what}: wait_2d: {e}"));
+                            .wait(t)
+                            .map(|rows| rows.as_slice())
+                            .unwrap_or_else(|e| panic!("{what}: wait: {e}"));
                         check_packed(&what, got, rows);
                     } else {
                         let mut dst = host_with::<T>(&host, 1, &[]);
-                        ring.wait_2d_copy(t, &mut dst, host.pitch_bytes())
-                            .unwrap_or_else(|e| panic!("{what}: wait_2d_copy: {e}"));
+                        ring.wait(t)
+                            .and_then(|rows| rows.copy_to(&mut dst, host.pitch_bytes()))
+                            .unwrap_or_else(|e| panic!("{what}: wait, then Rows::copy_to: {e}"));
                         check_rows_and_padding(&what, bytemuck::cast_slice(&dst), &host, rows);
                     }
                     // Redeeming again gives the same rows (the slot is not reused yet).
                     check_packed(
                         &format!("{what}, again"),
-                        ring.wait_2d(t).expect("wait_2d"),
+                        ring.wait(t).map(|rows| rows.as_slice()).expect("wait"),
                         rows,
                     );
                 }
@@ -172,15 +177,18 @@ fn a_2d_ticket_whose_slot_was_reused_is_refused() {
     surface.set_rows(&stream, &rows_of(641 * 3, seed()));
     let first =
         with_region!(&mut surface, |r| ring.download_2d(&*r, &stream)).expect("download_2d");
-    for _ in 0..ring.slots() {
+    for _ in 0..ring.config().slots {
         let t =
             with_region!(&mut surface, |r| ring.download_2d(&*r, &stream)).expect("download_2d");
-        ring.wait_2d(&t).expect("wait_2d");
+        ring.wait(&t).map(|rows| rows.as_slice()).expect("wait");
     }
-    let e = ring.wait_2d(&first).unwrap_err();
+    let e = ring.wait(&first).map(|rows| rows.as_slice()).unwrap_err();
     assert!(invalid_reason(e).contains("stale ticket"));
     let mut dst = vec![0u8; 700 * 3];
-    let e = ring.wait_2d_copy(&first, &mut dst, 700).unwrap_err();
+    let e = ring
+        .wait(&first)
+        .and_then(|rows| rows.copy_to(&mut dst, 700))
+        .unwrap_err();
     assert!(invalid_reason(e).contains("stale ticket"));
     assert!(
         dst.iter().all(|&b| b == 0),

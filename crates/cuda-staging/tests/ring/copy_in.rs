@@ -26,7 +26,11 @@ fn upload_copies_the_slice_before_returning() {
         );
     }
     // Single-threaded copy-in gives the same.
-    ring.set_copy_threads(1);
+    let mut ring = StagingRing::with_config(RingConfig {
+        copy_threads: 1,
+        ..RingConfig::default()
+    })
+    .unwrap();
     let n = 4_915_200 / 4;
     let s = seed();
     let mut src = pattern::<f32>(n, s);

@@ -46,7 +46,11 @@ fn prefix_transfers_leave_the_rest_of_the_device_buffer_untouched() {
 fn bad_input_is_refused_before_any_driver_call_and_changes_nothing() {
     let (_ctx, stream) = gpu();
     // One slot: had a refused call taken it, the ticket below would go stale.
-    let mut ring = StagingRing::with_slots(1).unwrap();
+    let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+        slots: 1,
+        ..Default::default()
+    })
+    .unwrap();
     let len = 4096;
     let (s_dev, s_held) = (seed(), seed());
     let mut d = device_with::<f32>(len, s_dev);
@@ -157,7 +161,11 @@ fn a_panic_inside_fill_leaves_the_ring_working() {
     // On a fresh ring (the panic comes right after the slot is first pinned) and on
     // one in use (a slot reused after a transfer), with one slot and with three.
     for (slots, warm) in [(1, false), (1, true), (3, false), (3, true)] {
-        let mut ring = StagingRing::with_slots(slots).unwrap();
+        let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+            slots,
+            ..Default::default()
+        })
+        .unwrap();
         let s_before = seed();
         let mut d = device_with::<f32>(n, seed());
         if warm {
@@ -216,7 +224,11 @@ fn a_panic_inside_fill_leaves_the_ring_working() {
 fn bad_input_through_views_is_refused_and_changes_nothing() {
     let (_ctx, stream) = gpu();
     // One slot: had a refused call taken it, the ticket below would go stale.
-    let mut ring = StagingRing::with_slots(1).unwrap();
+    let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+        slots: 1,
+        ..Default::default()
+    })
+    .unwrap();
     let (len, off, view_len) = (4096, 1000, 2048);
     let (s_dev, s_held) = (seed(), seed());
     let mut d = device_with::<f32>(len, s_dev);

@@ -120,7 +120,11 @@ fn every_size_moves_intact_bytes() {
 fn tickets_in_flight_keep_their_own_data_across_types_and_slot_reuse() {
     let (_ctx, stream) = gpu();
     let mut busy = Busy::new();
-    let mut ring = StagingRing::with_slots(4).unwrap();
+    let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+        slots: 4,
+        ..Default::default()
+    })
+    .unwrap();
     warm(&mut ring, &stream, MIB + 1);
     let warmed = ring.stats();
     let (n_f, n_b, n_r, n_u) = (150_528 / 4, MIB + 1, elems_for::<[u8; 3]>(4 * KIB), 1);

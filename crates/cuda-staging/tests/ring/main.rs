@@ -40,8 +40,8 @@ use std::time::Instant;
 
 use common::*;
 use cuda_staging::{
-    BatchTicket, DeviceBuffer, Error, RingStats, StagingRing, Stream, Ticket, DEFAULT_RING_SLOTS,
-    MAX_RING_SLOTS,
+    BatchTicket, DeviceBuffer, Error, RingConfig, RingStats, StagingRing, Stream, Ticket,
+    DEFAULT_RING_SLOTS, MAX_COPY_THREADS, MAX_RING_SLOTS,
 };
 
 const KIB: usize = 1 << 10;

@@ -99,7 +99,11 @@ fn work_queued_after_an_upload_sees_its_data() {
 fn a_slot_is_not_reused_while_its_copy_is_in_flight() {
     let (_ctx, stream) = gpu();
     let mut busy = LongBusy::new();
-    let mut ring = StagingRing::with_slots(1).unwrap();
+    let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+        slots: 1,
+        ..Default::default()
+    })
+    .unwrap();
     warm(&mut ring, &stream, 150_528);
     let n = 150_528 / 4;
     // Fills copy prepared data (about 10 us), so each pair's second call comes while

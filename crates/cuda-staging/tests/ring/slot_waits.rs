@@ -7,7 +7,11 @@ use super::*;
 fn one_slot_and_back_to_back_large_uploads_must_wait() {
     let (_ctx, stream) = gpu();
     let mut busy = Busy::new();
-    let mut ring = StagingRing::with_slots(1).unwrap();
+    let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+        slots: 1,
+        ..Default::default()
+    })
+    .unwrap();
     warm(&mut ring, &stream, 4_915_200);
     let n = 4_915_200 / 4;
     let uploads = 4;

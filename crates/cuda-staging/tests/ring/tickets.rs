@@ -8,7 +8,11 @@ fn a_stale_ticket_is_refused_and_a_fresh_one_works() {
     let (_ctx, stream) = gpu();
     let n = 4096;
     for slots in [1, DEFAULT_RING_SLOTS, 5] {
-        let mut ring = StagingRing::with_slots(slots).unwrap();
+        let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+            slots,
+            ..Default::default()
+        })
+        .unwrap();
         // slots + 1 downloads: the first one's slot is reused by the last.
         let seeds: Vec<u64> = (0..=slots).map(|_| seed()).collect();
         let bufs: Vec<DeviceBuffer<u32>> = seeds.iter().map(|&s| device_with(n, s)).collect();

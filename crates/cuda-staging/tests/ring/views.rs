@@ -161,7 +161,11 @@ fn a_failing_fill_queues_nothing_and_leaves_its_slot_for_the_next_upload() {
     let (_ctx, stream) = gpu();
     let n = 150_528 / 4;
     for slots in [1, 3] {
-        let mut ring = StagingRing::with_slots(slots).unwrap();
+        let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+            slots,
+            ..Default::default()
+        })
+        .unwrap();
         let sentinel = seed();
         let mut dev = device_with::<f32>(2 * n, sentinel);
         // Pin every slot first, so the failed calls pin nothing either.

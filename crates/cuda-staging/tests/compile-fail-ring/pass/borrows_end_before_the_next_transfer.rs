@@ -16,7 +16,7 @@ fn ring_frame(
     let mut batch = DownloadBatch::new();
     let b = batch.add(output, 4)?;
     let bt = ring.download_batch(&batch, s)?;
-    let landed = ring.wait_batch(&bt)?;
+    let landed = ring.wait(&bt)?;
     // Two shared borrows of the ring at once are fine.
     Ok(landed.get(b)?[0] + ring.wait(&next)?[0])
 }

@@ -24,8 +24,12 @@
 //! Every output is checked bit for bit against candle's own for the same frame. The
 //! ways run in turn, `ROUNDS` times; frames/s and CPU per frame (the process's, all
 //! threads, and the loop's thread alone) are the medians over rounds, p50 and p99 over
-//! all timed frames. Two floors follow each table: producing the pixels alone, and
-//! the model alone on an input already on the GPU.
+//! all timed frames. After each table: the loop's time per step and every other
+//! thread's CPU by name, per way; then floors measured on this host (producing the
+//! pixels into a `Vec` and into pinned memory, candle queueing the model on an input
+//! already on the GPU, the model with its output read back, the ring's copies as bare
+//! driver calls, a bare synchronous upload) and the most a pipelined and a
+//! synchronous way could reach from them against candle's frames/s.
 //!
 //! The adapter between the two is [`Gpu::write_into`], which lends the input tensor's
 //! `CudaSlice` to a staging upload (the tensor is made once and rewritten every frame:

@@ -101,9 +101,12 @@ fn upload_lands_after_queued_work(route: OrderRoute, bytes: usize) {
         _ => staged_buffer(),
     };
     let mut dev = device_with::<u8>(bytes, seed());
-    staging
-        .upload(&mut dev, &pattern::<u8>(bytes, seed()), &stream)
-        .expect("warm-up");
+    // Kept until the end: freed, its address could come back for the registered
+    // source below, and the buffer's page-lock memo would then answer "pageable"
+    // for it (a slower route, by design, for a few transfers; not the route this
+    // test checks). That happened once under cargo-mutants' baseline.
+    let warm = pattern::<u8>(bytes, seed());
+    staging.upload(&mut dev, &warm, &stream).expect("warm-up");
 
     for round in 0..2 {
         let what = format!("{what}, round {round}");

@@ -43,6 +43,7 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-core/src/device_buffer.rs",
     "crates/cuda-staging/src/buffer.rs",
     "crates/cuda-staging/src/routing.rs",
+    "crates/cuda-staging/src/page_lock.rs",
     "crates/cuda-staging/src/waiting.rs",
     "crates/cuda-staging/src/ring.rs",
 ];

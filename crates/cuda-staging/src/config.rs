@@ -153,15 +153,7 @@ impl StagingConfig {
     /// `self` as a buffer keeps it: the chunk size rounded up to 64 KiB; an error that
     /// names the field for a value no buffer can take.
     pub(crate) fn checked(mut self, op: &'static str) -> Result<StagingConfig> {
-        if !(1..=MAX_COPY_THREADS).contains(&self.copy_threads) {
-            return Err(Error::InvalidArgument {
-                op,
-                reason: format!(
-                    "copy_threads is {}; it must be from 1 (the calling thread alone) to {MAX_COPY_THREADS}",
-                    self.copy_threads
-                ),
-            });
-        }
+        check_copy_threads(op, self.copy_threads)?;
         if self.pipeline_chunk_bytes > PIPELINE_WINDOW_BYTES {
             return Err(Error::InvalidArgument {
                 op,
@@ -236,17 +228,23 @@ impl RingConfig {
                 reason: format!("slots is {}; a ring has 1 to {MAX_RING_SLOTS}", self.slots),
             });
         }
-        if !(1..=MAX_COPY_THREADS).contains(&self.copy_threads) {
-            return Err(Error::InvalidArgument {
-                op,
-                reason: format!(
-                    "copy_threads is {}; it must be from 1 (the calling thread alone) to {MAX_COPY_THREADS}",
-                    self.copy_threads
-                ),
-            });
-        }
+        check_copy_threads(op, self.copy_threads)?;
         Ok(self)
     }
+}
+
+/// `copy_threads` of a [`StagingConfig`] or a [`RingConfig`]: 1 to
+/// [`MAX_COPY_THREADS`], or an error that names the field.
+fn check_copy_threads(op: &'static str, copy_threads: usize) -> Result<()> {
+    if (1..=MAX_COPY_THREADS).contains(&copy_threads) {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        op,
+        reason: format!(
+            "copy_threads is {copy_threads}; it must be from 1 (the calling thread alone) to {MAX_COPY_THREADS}"
+        ),
+    })
 }
 
 #[cfg(test)]

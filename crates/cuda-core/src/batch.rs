@@ -4,7 +4,7 @@
 use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
 
-use crate::device_buffer::{DeviceView, DeviceViewMut};
+use crate::device_view::{DeviceView, DeviceViewMut};
 use crate::error::{Error, Result};
 use crate::memory::{DeviceSlice, HostAccess, PageLockedSlice, PageLockedSliceMut};
 use crate::result;

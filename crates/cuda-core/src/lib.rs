@@ -88,6 +88,9 @@
 //!   [`PinnedBuffer::slice_mut`]) keep their own records, so one part can be filled on
 //!   the host while a copy from another is in flight (double buffering in one
 //!   allocation).
+//! - The halves of one device buffer ([`DeviceBuffer::split_at_mut`]) share its
+//!   record: both can be written by one batch of copies, and the buffer waits for
+//!   every copy into either.
 //!
 //! Work you queue yourself through raw handles (`as_raw`, `as_device_ptr`) is not
 //! tracked; synchronise it yourself.
@@ -169,6 +172,7 @@ mod cudarc_binding;
 pub mod cudarc_bridge;
 mod deferred;
 mod device_buffer;
+mod device_view;
 mod error;
 mod event;
 mod host_registration;
@@ -193,7 +197,8 @@ pub use cuda_sys as sys;
 #[cfg(feature = "cudarc")]
 pub use cudarc;
 pub use deferred::{check_deferred_errors, deferred_error_count};
-pub use device_buffer::{DeviceBuffer, DeviceView, DeviceViewMut};
+pub use device_buffer::DeviceBuffer;
+pub use device_view::{DeviceView, DeviceViewMut};
 pub use error::{DriverError, Error, Result};
 pub use event::Event;
 pub use host_registration::HostRegistration;

@@ -10,7 +10,7 @@ use bytemuck::Pod;
 use cuda_sys::CUdeviceptr;
 
 use crate::context::Context;
-use crate::device_buffer::{DeviceView, DeviceViewMut};
+use crate::device_view::{DeviceView, DeviceViewMut};
 use crate::error::{Error, Result};
 use crate::layout_2d::Layout2d;
 use crate::result::{Copy2d, Side2d};

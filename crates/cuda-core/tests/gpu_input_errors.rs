@@ -249,6 +249,26 @@ fn views_out_of_range_name_the_numbers() {
             oor("DeviceViewMut::into_slice_mut", 0, usize::MAX, 50)
         );
     }
+    {
+        let base = d.as_device_ptr();
+        assert_eq!(
+            d.split_at_mut(101).unwrap_err(),
+            oor("DeviceBuffer::split_at_mut", 0, 101, 100)
+        );
+        // In range: two halves that meet at `mid`, and a split at either end.
+        let (lo, mut hi) = d.split_at_mut(30).expect("split_at_mut");
+        assert_eq!((lo.as_device_ptr(), lo.len()), (base, 30));
+        assert_eq!((hi.as_device_ptr(), hi.len()), (base + 30 * 4, 70));
+        assert_eq!(
+            hi.split_at_mut(71).unwrap_err(),
+            oor("DeviceViewMut::split_at_mut", 0, 71, 70)
+        );
+        let (a, b) = hi.split_at_mut(70).expect("split at the end");
+        assert_eq!((a.len(), b.len()), (70, 0));
+        assert_eq!(b.as_device_ptr(), base + 100 * 4);
+        let (a, b) = d.split_at_mut(0).expect("split at the start");
+        assert_eq!((a.len(), b.len(), b.as_device_ptr()), (0, 100, base));
+    }
     let n = d.byte_len();
     assert_eq!(
         d.as_bytes().slice(n - 1..n + 1).unwrap_err(),

@@ -419,6 +419,69 @@ fn three_inputs_upload_as_one_copy_per_part_without_the_batch_api() {
     upload_three(false);
 }
 
+/// Two frames into the two halves of one tensor (`DeviceBuffer::split_at_mut`), as
+/// one batch: both land, and nothing past the second.
+fn two_halves_of_one_tensor(batch_api: bool) {
+    let (_ctx, stream) = gpu();
+    let mut staging = staged_buffer();
+    staging
+        .set_config(StagingConfig {
+            batch_api,
+            ..staging.config()
+        })
+        .expect("set_config");
+    // A 3x112x112 f32 frame in each half; the second half is longer than its frame.
+    let (n_a, n_b) = (150_528 / 4, 150_528 / 4);
+    let s_rest = seed();
+    let mut tensor = device_with::<f32>(n_a + n_b + EXTRA, s_rest);
+    for round in 0..3 {
+        let s = [seed(), seed()];
+        let (src_a, src_b) = (pattern::<f32>(n_a, s[0]), pattern::<f32>(n_b, s[1]));
+        {
+            let (mut lo, mut hi) = tensor.split_at_mut(n_a).expect("split_at_mut");
+            let mut batch = UploadBatch::new();
+            batch.add(&mut lo, &src_a).unwrap();
+            batch.add(&mut hi, &src_b).unwrap();
+            staging.upload_batch(&mut batch, &stream).unwrap();
+        }
+        let back = device_contents(&tensor);
+        check(
+            &format_args!("round {round}: first half"),
+            &back[..n_a],
+            s[0],
+        );
+        check(
+            &format_args!("round {round}: second half"),
+            &back[n_a..n_a + n_b],
+            s[1],
+        );
+        check_at(
+            &format_args!("round {round}: past the second frame"),
+            &back[n_a + n_b..],
+            n_a + n_b,
+            s_rest,
+        );
+    }
+    let st = staging.stats();
+    assert_eq!(
+        (st.batched_transfers, st.bytes_uploaded),
+        (3, 3 * (n_a + n_b) as u64 * 4),
+        "{st:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn one_batch_uploads_into_both_halves_of_one_tensor() {
+    two_halves_of_one_tensor(true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn one_batch_uploads_into_both_halves_of_one_tensor_without_the_batch_api() {
+    two_halves_of_one_tensor(false);
+}
+
 // ---------------------------------------------------------------------------------
 // ordering against the stream
 // ---------------------------------------------------------------------------------

@@ -24,7 +24,9 @@
 //! Every output is checked bit for bit against candle's own for the same frame. The
 //! ways run in turn, `ROUNDS` times; frames/s and CPU per frame (the process's, all
 //! threads, and the loop's thread alone) are the medians over rounds, p50 and p99 over
-//! all timed frames. After each table: the loop's time per step and every other
+//! all timed frames. The ratios to candle's own are the medians of each round's ratio
+//! (a way against candle's run of the same round), so that a host whose speed drifts
+//! between rounds moves both sides of each ratio alike. After each table: the loop's time per step and every other
 //! thread's CPU by name, per way; then floors measured on this host (producing the
 //! pixels into a `Vec` and into pinned memory, candle queueing the model on an input
 //! already on the GPU, the model with its output read back, the ring's copies as bare
@@ -51,8 +53,8 @@ use cuda_staging::{CudarcView, CudarcViewMut, StagingBuffer, StagingRing, Stream
 const WARMUP_FRAMES: usize = 20;
 /// Timed frames per way and round.
 const FRAMES: usize = 300;
-/// Rounds of all ways, in turn.
-const ROUNDS: usize = 5;
+/// Rounds of all ways, in turn (odd: each median is one round's).
+const ROUNDS: usize = 9;
 /// The model's outputs per frame.
 const OUTPUTS: usize = 10;
 /// The model's conv2d output channels.
@@ -679,7 +681,13 @@ fn measure(gpu: &Gpu, model: &Model, st: &mut Staging, side: usize) -> Res<()> {
                 .collect(),
         )
     };
-    let (base_fps, base_cpu) = (fps(&runs[0]), cpu(&runs[0]));
+    let base_fps = fps(&runs[0]);
+    // A way against candle's own, round by round, then the median over rounds.
+    let paired = |r: &[Run], of: fn(&Run) -> f64| {
+        median(r.iter().zip(&runs[0]).map(|(w, c)| of(w) / of(c)).collect())
+    };
+    let round_fps = |r: &Run| 1.0 / r.wall.as_secs_f64();
+    let round_cpu = |r: &Run| r.cpu.as_secs_f64();
     println!(
         "\n3x{side}x{side} f32 ({} bytes), {FRAMES} timed frames x {ROUNDS} rounds per way",
         3 * side * side * 4
@@ -691,16 +699,15 @@ fn measure(gpu: &Gpu, model: &Model, st: &mut Staging, side: usize) -> Res<()> {
     for (w, way) in WAYS.into_iter().enumerate() {
         let mut times: Vec<Duration> = runs[w].iter().flat_map(|r| r.times.clone()).collect();
         times.sort_unstable();
-        let (f, c) = (fps(&runs[w]), cpu(&runs[w]));
         println!(
             "{:<48} {:>9.0} {:>6.2}x {:>8.1} {:>8.1} {:>9.1} {:>6.2}x {:>9.1}",
             way.name(),
-            f,
-            f / base_fps,
+            fps(&runs[w]),
+            paired(&runs[w], round_fps),
             percentile_us(&times, 50),
             percentile_us(&times, 99),
-            c,
-            c / base_cpu,
+            cpu(&runs[w]),
+            paired(&runs[w], round_cpu),
             main_cpu(&runs[w])
         );
     }

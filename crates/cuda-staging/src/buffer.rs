@@ -6,11 +6,10 @@ use std::time::{Duration, Instant};
 
 use cuda_core::{
     Context, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, Result, Stream,
-    WaitPolicy,
 };
 
 use crate::burst::Burst;
-use crate::capacity::{internal, Capacity};
+use crate::capacity::Capacity;
 use crate::config::StagingConfig;
 use crate::copy::Copier;
 use crate::direction::{Direction, PerDirection};
@@ -18,12 +17,13 @@ use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
 use crate::events::PipelineEvents;
 use crate::fill::FillError;
 use crate::page_lock::PageLocks;
-use crate::pipeline::Stage;
-use crate::plan::{MAX_SLOTS, PIPELINE_WINDOW_BYTES};
-use crate::routing::{self, Ask, Decision, Host, Route, Staged, Transfer};
+use crate::plan::MAX_SLOTS;
 use crate::stats::StagingStats;
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
+
+mod transfer;
+pub(crate) use transfer::Leg;
 
 /// Low-latency mode keeps a buffer's helpers spinning while its transfers come at
 /// least this often.
@@ -51,43 +51,6 @@ pub struct StagingBuffer {
 impl Default for StagingBuffer {
     fn default() -> Self {
         StagingBuffer::new()
-    }
-}
-
-/// One transfer's host side and device side, as bytes.
-pub(crate) enum Leg<'a> {
-    Upload {
-        src: &'a [u8],
-        dst: DeviceViewMut<'a, u8>,
-    },
-    Download {
-        src: DeviceView<'a, u8>,
-        dst: &'a mut [u8],
-    },
-}
-
-impl Leg<'_> {
-    fn direction(&self) -> Direction {
-        match self {
-            Leg::Upload { .. } => Direction::HostToDevice,
-            Leg::Download { .. } => Direction::DeviceToHost,
-        }
-    }
-
-    fn host(&self) -> (*const u8, usize) {
-        match self {
-            Leg::Upload { src, .. } => (src.as_ptr(), src.len()),
-            Leg::Download { dst, .. } => (dst.as_ptr(), dst.len()),
-        }
-    }
-
-    /// The driver's own copy (pageable or page-locked host memory), in stream order,
-    /// waiting until it has landed, as `wait` says.
-    fn driver_copy(self, stream: &Stream, wait: WaitPolicy) -> Result<()> {
-        match self {
-            Leg::Upload { src, mut dst } => stream.memcpy_htod_sync_with(src, &mut dst, wait),
-            Leg::Download { src, dst } => stream.memcpy_dtoh_sync_with(&src, dst, wait),
-        }
     }
 }
 
@@ -365,145 +328,6 @@ impl StagingBuffer {
         self.transfer(leg, stream)
     }
 
-    /// The path `upload` and `download` share: route, move, count.
-    pub(crate) fn transfer(&mut self, leg: Leg<'_>, stream: &Stream) -> Result<()> {
-        let direction = leg.direction();
-        let (host, bytes) = leg.host();
-        let op = match direction {
-            Direction::HostToDevice => "upload",
-            Direction::DeviceToHost => "download",
-        };
-        let mut span = TransferSpan::start(op, direction, bytes);
-        let (route, r) = self.in_transfer(|s| -> (Route, Result<()>) {
-            let t = s.transfer_facts(bytes, direction, Host::Caller);
-            let mut ask = Machine {
-                page_locks: &mut s.page_locks,
-                ctx: stream.context(),
-                direction,
-                host,
-                bytes,
-            };
-            let decision = routing::decide(&s.config, &t, &mut ask);
-            let route = decision.route();
-            let r = match decision {
-                Decision::Staged(plan) => s.staged(leg, stream, plan, &span),
-                _ => {
-                    span.route(SpanRoute::of(route, 1));
-                    span.no_copy();
-                    let wait = match route {
-                        Route::Driver => crate::waiting::for_driver_copy(
-                            s.config.wait_policy,
-                            direction,
-                            bytes,
-                            stream,
-                        ),
-                        _ => Ok(crate::waiting::for_transfer(
-                            s.config.wait_policy,
-                            bytes,
-                            stream,
-                        )),
-                    };
-                    wait.and_then(|wait| leg.driver_copy(stream, wait))
-                }
-            };
-            (route, r)
-        });
-        r?;
-        match route {
-            Route::Driver => self.stats.direct_transfers += 1,
-            Route::PageLocked => self.stats.pinned_source_transfers += 1,
-            Route::Staged => self.stats.staged_transfers += 1,
-        }
-        self.stats.add_bytes(direction, bytes);
-        span.succeeded();
-        Ok(())
-    }
-
-    /// Through the pinned window, pipelined as `staged` says; the plan goes into
-    /// `span`.
-    fn staged(
-        &mut self,
-        leg: Leg<'_>,
-        stream: &Stream,
-        staged: Staged,
-        span: &TransferSpan,
-    ) -> Result<()> {
-        let direction = leg.direction();
-        let (_, bytes) = leg.host();
-        let ctx = stream.context();
-        let plan = staged
-            .plan
-            .ok_or_else(|| internal("a staged transfer without a plan"))?;
-        self.grow(staged.window, PIPELINE_WINDOW_BYTES, ctx)?;
-        let copier = Copier::shaped(staged.copy);
-        span.staged(plan.chunks);
-        span.copied(copier, plan.chunk_bytes.min(bytes));
-        if plan.chunks > 1 {
-            // Every slot's event at the first pipelined transfer, whatever this plan
-            // needs: a plan's slots depend on whether pool helpers are free (a solo
-            // mid-size upload goes in two halves), so a later plan may need more,
-            // and creating them then allocated inside a steady loop (3 heap
-            // allocations in steady_state's 8-thread test, seed 2, 1 ms jitter).
-            self.ensure_events(MAX_SLOTS, ctx)?;
-            if direction == Direction::DeviceToHost {
-                // Its first copy-out waits for a chunk's DMA: wake the helpers now,
-                // so they run by then.
-                copier.prewake();
-            }
-        }
-        let StagingBuffer {
-            capacity, events, ..
-        } = self;
-        let stage = Stage {
-            window: capacity.buffer(plan.slots * plan.chunk_bytes)?,
-            events: events.current(),
-            stream,
-            copier,
-            plan,
-            wait: crate::waiting::for_transfer(self.config.wait_policy, bytes, stream),
-        };
-        let r = match leg {
-            Leg::Upload { src, mut dst } => stage.upload(src, &mut dst),
-            Leg::Download { src, dst } => stage.download(&src, dst),
-        };
-        if r.is_err() {
-            // Leave nothing in flight that uses the pinned window or the caller's
-            // memory; the error to report is the first one.
-            let _ = stream.synchronize();
-        }
-        r
-    }
-
-    /// Transfer `bytes` moving `direction` from or into `host`, starting now (after
-    /// [`StagingBuffer::begin_transfer`]), as routing sees it.
-    pub(crate) fn transfer_facts(
-        &self,
-        bytes: usize,
-        direction: Direction,
-        host: Host,
-    ) -> Transfer {
-        Transfer {
-            bytes,
-            direction,
-            host,
-            back_to_back: self.burst.back_to_back(),
-            paced: self.burst.paced(),
-            pinned: self.capacity().max(self.reserved),
-        }
-    }
-
-    /// The route and plan of 2-D transfer of `bytes` of rows moving `direction`,
-    /// starting now; `contiguous` when the host's rows lie back to back.
-    pub(crate) fn decide_rows(
-        &self,
-        bytes: usize,
-        direction: Direction,
-        contiguous: bool,
-    ) -> Decision {
-        let t = self.transfer_facts(bytes, direction, Host::Rows { contiguous });
-        routing::decide(&self.config, &t, &mut PoolOnly)
-    }
-
     /// Before a transfer: note when it started (back to back or not).
     pub(crate) fn begin_transfer(&mut self) {
         self.burst.start(Instant::now());
@@ -633,41 +457,6 @@ impl StagingBuffer {
     }
 }
 
-/// What routing asks of the machine for one `upload` / `download`: the page-lock
-/// memo and the driver behind it, and the copy pool.
-struct Machine<'a> {
-    page_locks: &'a mut PageLocks,
-    ctx: &'a Context,
-    direction: Direction,
-    host: *const u8,
-    bytes: usize,
-}
-
-impl Ask for Machine<'_> {
-    fn page_locked(&mut self) -> bool {
-        self.page_locks
-            .page_locked(self.ctx, self.direction, self.host, self.bytes)
-    }
-
-    fn free_helpers(&mut self) -> Option<usize> {
-        crate::copy::free_helpers()
-    }
-}
-
-/// What routing asks of the machine for rows: the copy pool (rows are never asked
-/// about page-locking).
-struct PoolOnly;
-
-impl Ask for PoolOnly {
-    fn page_locked(&mut self) -> bool {
-        false
-    }
-
-    fn free_helpers(&mut self) -> Option<usize> {
-        crate::copy::free_helpers()
-    }
-}
-
 impl fmt::Debug for StagingBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StagingBuffer")
@@ -679,36 +468,4 @@ impl fmt::Debug for StagingBuffer {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_transfer_ends_on_every_exit_path() {
-        let mut s = StagingBuffer::new();
-        assert_eq!(s.burst.last_end(), None);
-        // An error returned early (a failed grow, a refused view).
-        let before = Instant::now();
-        let r: Result<()> = s.in_transfer(|_| Err(crate::capacity::internal("refused")));
-        assert!(r.is_err());
-        let first = s.burst.last_end().expect("the failed transfer ended");
-        assert!(first >= before);
-        // A panic in the caller's fill: the panic goes on, and the transfer ended.
-        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            s.in_transfer(|_| -> () { panic!("the caller's fill panicked") })
-        }));
-        assert!(panicked.is_err(), "the panic goes on to the caller");
-        assert!(s.burst.last_end().expect("the panicked transfer ended") >= first);
-        // And a transfer that succeeds returns what its body returned.
-        assert_eq!(s.in_transfer(|_| 7), 7);
-    }
-
-    #[test]
-    fn new_pins_nothing_and_defaults_are_documented() {
-        let s = StagingBuffer::new();
-        assert_eq!(s.capacity(), 0);
-        assert_eq!(s.stats(), StagingStats::default());
-        assert_eq!(s.auto_stage_max_bytes(), usize::MAX);
-        assert!(s.config.copy_threads >= 1 && s.config.copy_threads <= 16);
-        assert!(!s.config.low_latency);
-    }
-}
+mod tests;

@@ -20,13 +20,12 @@ use std::convert::Infallible;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cuda_core::{Context, DeviceSlice, DeviceSliceMut, DeviceView, Error, Event, Result, Stream};
+use cuda_core::{DeviceSlice, DeviceSliceMut, DeviceView, Error, Event, Result, Stream};
 
 use crate::batch::DownloadBatch;
 #[cfg(doc)]
 use crate::batch::Landed;
 use crate::budget::BudgetedPinned;
-use crate::capacity::{grow_capacity, least_capacity};
 use crate::config::RingConfig;
 use crate::copy::Copier;
 use crate::direction::Direction;
@@ -38,6 +37,7 @@ use crate::StagingPod;
 
 // The 2-D transfers and the tickets, in child modules for the slots' internals.
 mod ring_2d;
+mod slots;
 mod tickets;
 pub use ring_2d::{Rows, Ticket2d};
 pub use tickets::{BatchTicket, RingTicket, Ticket};
@@ -421,126 +421,7 @@ impl StagingRing {
     pub fn wait<K: RingTicket>(&self, ticket: &K) -> Result<K::Landed<'_>> {
         ticket.landed_in(self)
     }
-
-    pub(crate) fn check_ring(&self, ring: u64) -> Result<()> {
-        if ring == self.id {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument {
-                op: "StagingRing::wait",
-                reason: "the ticket belongs to another ring".into(),
-            })
-        }
-    }
-
-    /// The first `bytes` of slot `k` once the transfer of `generation` landed.
-    pub(crate) fn landed(
-        &self,
-        ring: u64,
-        k: usize,
-        generation: u64,
-        bytes: usize,
-    ) -> Result<&[u8]> {
-        self.check_ring(ring)?;
-        let slot = self.slots.get(k).ok_or_else(missing)?;
-        if slot.generation != generation {
-            return Err(Error::InvalidArgument {
-                op: "StagingRing::wait",
-                reason: format!(
-                    "stale ticket: slot {k} now holds transfer {} of the slot, the ticket \
-                     is for transfer {generation}; redeem tickets within {} transfers of \
-                     the ring",
-                    slot.generation,
-                    self.slots.len()
-                ),
-            });
-        }
-        if let Some(e) = &slot.event {
-            // Queued a frame ago: its own DMA has had its time (`crate::waiting`).
-            e.synchronize_with(self.config.wait_policy)?;
-        }
-        let pinned = slot.pinned.as_ref().ok_or_else(missing)?;
-        Ok(&pinned.as_slice()?[..bytes])
-    }
-
-    /// The next slot, free (its last DMA complete) and holding at least `bytes`. The
-    /// ring moves on to the slot after it only once a transfer is queued in it
-    /// ([`StagingRing::queued`]): a call that fails (or a `fill` that fails or
-    /// panics) in between leaves the same slot for the next transfer.
-    fn take_slot(&mut self, bytes: usize, ctx: &Context) -> Result<usize> {
-        let k = self.next;
-        let slot = &mut self.slots[k];
-        let cap = slot.pinned.as_ref().map_or(0, |p| p.len());
-        let grow = if bytes > cap {
-            let preferred = grow_capacity(cap, bytes)?;
-            let least = least_capacity(bytes, preferred);
-            // Refused by the pinned-memory limit before anything else: no wait for
-            // the slot, no counter, no driver call.
-            crate::budget::check(SLOT_GROW_OP, least)?;
-            Some((least, preferred))
-        } else {
-            None
-        };
-        if slot.in_flight {
-            // Its DMA seen complete already (a wait since covered it, as the ring's
-            // wait for a later download does): no driver call.
-            let seen_done = slot.pinned.as_ref().is_some_and(|p| p.is_idle());
-            let done = seen_done
-                || match &slot.event {
-                    Some(e) => e.query()?,
-                    None => true,
-                };
-            if !done {
-                self.stats.slot_waits += 1;
-                if let Some(e) = &slot.event {
-                    e.synchronize_with(self.config.wait_policy)?;
-                }
-            }
-            slot.in_flight = false;
-        }
-        // Bumped before the slot's bytes can change (a grow swaps in a new, zeroed
-        // buffer), and before anything below can fail: a ticket of the slot's last
-        // download is stale from here on, whatever happens next.
-        slot.generation += 1;
-        if let Some((least, preferred)) = grow {
-            // The new buffer is pinned before the old one is released, so a refusal
-            // or a failed pin leaves the old one in place.
-            slot.pinned = Some(BudgetedPinned::alloc_in(
-                SLOT_GROW_OP,
-                ctx,
-                least,
-                preferred,
-            )?);
-            self.stats.allocations += 1;
-        }
-        if slot
-            .event
-            .as_ref()
-            .is_some_and(|e| !e.context().same_as(ctx))
-            || slot.event.is_none()
-        {
-            slot.event = Some(Event::new(ctx)?);
-        }
-        Ok(k)
-    }
-
-    /// Slot `k`'s DMA was queued on `stream`: record its event, and move on to the
-    /// next slot.
-    fn queued(&mut self, k: usize, stream: &Stream) -> Result<()> {
-        // The DMA is queued: whatever happens below, the slot's turn is used.
-        self.next = (k + 1) % self.slots.len();
-        let slot = &mut self.slots[k];
-        match slot.event.as_mut() {
-            Some(e) => e.record(stream)?,
-            None => return Err(missing()),
-        }
-        slot.in_flight = true;
-        Ok(())
-    }
 }
-
-/// What a refused grow of a ring slot names.
-const SLOT_GROW_OP: &str = "StagingRing slot grow";
 
 fn missing() -> Error {
     crate::capacity::internal("ring slot not prepared")
@@ -557,48 +438,4 @@ impl std::fmt::Debug for StagingRing {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_ring_has_one_to_64_slots_and_pins_nothing_at_first() {
-        let r = StagingRing::new();
-        assert_eq!(r.config(), RingConfig::default());
-        assert_eq!(r.slots.len(), crate::DEFAULT_RING_SLOTS);
-        assert_eq!(r.capacity(), 0);
-        assert_eq!(r.stats(), RingStats::default());
-        let with = |slots| {
-            StagingRing::with_config(RingConfig {
-                slots,
-                ..RingConfig::default()
-            })
-        };
-        assert_eq!(with(1).unwrap().slots.len(), 1);
-        assert_eq!(with(64).unwrap().slots.len(), 64);
-        for bad in [0, 65] {
-            let e = with(bad).unwrap_err();
-            assert!(e.to_string().contains("a ring has 1 to 64"), "{e}");
-        }
-    }
-
-    #[test]
-    fn a_ticket_of_another_ring_or_a_reused_slot_is_refused() {
-        let a = StagingRing::new();
-        let b = StagingRing::new();
-        let t = Ticket::<f32> {
-            ring: b.id,
-            slot: 0,
-            generation: 1,
-            len: 4,
-            _elem: PhantomData,
-        };
-        let e = a.wait(&t).unwrap_err();
-        assert!(e.to_string().contains("another ring"), "{e}");
-        // Slot 0 of `b` has generation 0 (never used): generation 1 is not it.
-        let e = b.wait(&Ticket { generation: 5, ..t }).unwrap_err();
-        assert!(e.to_string().contains("stale ticket"), "{e}");
-        // An empty download needs no slot.
-        let empty = Ticket::<f32> { len: 0, ..t };
-        assert_eq!(b.wait(&empty).unwrap(), &[] as &[f32]);
-    }
-}
+mod tests;

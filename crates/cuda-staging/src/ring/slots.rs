@@ -1,0 +1,129 @@
+//! The ring's slots: taking the next one (free, and large enough), marking it queued,
+//! and handing out what landed in it.
+
+use cuda_core::{Context, Error, Event, Result, Stream};
+
+use super::{missing, StagingRing};
+use crate::budget::BudgetedPinned;
+use crate::capacity::{grow_capacity, least_capacity};
+
+/// What a refused grow of a ring slot names.
+const SLOT_GROW_OP: &str = "StagingRing slot grow";
+
+impl StagingRing {
+    pub(crate) fn check_ring(&self, ring: u64) -> Result<()> {
+        if ring == self.id {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument {
+                op: "StagingRing::wait",
+                reason: "the ticket belongs to another ring".into(),
+            })
+        }
+    }
+
+    /// The first `bytes` of slot `k` once the transfer of `generation` landed.
+    pub(crate) fn landed(
+        &self,
+        ring: u64,
+        k: usize,
+        generation: u64,
+        bytes: usize,
+    ) -> Result<&[u8]> {
+        self.check_ring(ring)?;
+        let slot = self.slots.get(k).ok_or_else(missing)?;
+        if slot.generation != generation {
+            return Err(Error::InvalidArgument {
+                op: "StagingRing::wait",
+                reason: format!(
+                    "stale ticket: slot {k} now holds transfer {} of the slot, the ticket \
+                     is for transfer {generation}; redeem tickets within {} transfers of \
+                     the ring",
+                    slot.generation,
+                    self.slots.len()
+                ),
+            });
+        }
+        if let Some(e) = &slot.event {
+            // Queued a frame ago: its own DMA has had its time (`crate::waiting`).
+            e.synchronize_with(self.config.wait_policy)?;
+        }
+        let pinned = slot.pinned.as_ref().ok_or_else(missing)?;
+        Ok(&pinned.as_slice()?[..bytes])
+    }
+
+    /// The next slot, free (its last DMA complete) and holding at least `bytes`. The
+    /// ring moves on to the slot after it only once a transfer is queued in it
+    /// ([`StagingRing::queued`]): a call that fails (or a `fill` that fails or
+    /// panics) in between leaves the same slot for the next transfer.
+    pub(super) fn take_slot(&mut self, bytes: usize, ctx: &Context) -> Result<usize> {
+        let k = self.next;
+        let slot = &mut self.slots[k];
+        let cap = slot.pinned.as_ref().map_or(0, |p| p.len());
+        let grow = if bytes > cap {
+            let preferred = grow_capacity(cap, bytes)?;
+            let least = least_capacity(bytes, preferred);
+            // Refused by the pinned-memory limit before anything else: no wait for
+            // the slot, no counter, no driver call.
+            crate::budget::check(SLOT_GROW_OP, least)?;
+            Some((least, preferred))
+        } else {
+            None
+        };
+        if slot.in_flight {
+            // Its DMA seen complete already (a wait since covered it, as the ring's
+            // wait for a later download does): no driver call.
+            let seen_done = slot.pinned.as_ref().is_some_and(|p| p.is_idle());
+            let done = seen_done
+                || match &slot.event {
+                    Some(e) => e.query()?,
+                    None => true,
+                };
+            if !done {
+                self.stats.slot_waits += 1;
+                if let Some(e) = &slot.event {
+                    e.synchronize_with(self.config.wait_policy)?;
+                }
+            }
+            slot.in_flight = false;
+        }
+        // Bumped before the slot's bytes can change (a grow swaps in a new, zeroed
+        // buffer), and before anything below can fail: a ticket of the slot's last
+        // download is stale from here on, whatever happens next.
+        slot.generation += 1;
+        if let Some((least, preferred)) = grow {
+            // The new buffer is pinned before the old one is released, so a refusal
+            // or a failed pin leaves the old one in place.
+            slot.pinned = Some(BudgetedPinned::alloc_in(
+                SLOT_GROW_OP,
+                ctx,
+                least,
+                preferred,
+            )?);
+            self.stats.allocations += 1;
+        }
+        if slot
+            .event
+            .as_ref()
+            .is_some_and(|e| !e.context().same_as(ctx))
+            || slot.event.is_none()
+        {
+            slot.event = Some(Event::new(ctx)?);
+        }
+        Ok(k)
+    }
+
+    /// Slot `k`'s DMA was queued on `stream`: record its event, and move on to the
+    /// next slot.
+    pub(super) fn queued(&mut self, k: usize, stream: &Stream) -> Result<()> {
+        // The DMA is queued: whatever happens below, the slot's turn is used.
+        self.next = (k + 1) % self.slots.len();
+        let slot = &mut self.slots[k];
+        match slot.event.as_mut() {
+            Some(e) => e.record(stream)?,
+            None => return Err(missing()),
+        }
+        slot.in_flight = true;
+        Ok(())
+    }
+}

@@ -170,9 +170,12 @@ mod context;
 mod cudarc_binding;
 #[cfg(feature = "cudarc")]
 pub mod cudarc_bridge;
+#[cfg(feature = "cudarc")]
+mod cudarc_memory;
 mod deferred;
 mod device_buffer;
 mod device_view;
+mod driver_error;
 mod error;
 mod event;
 mod host_registration;

@@ -422,7 +422,7 @@ impl StagingBuffer {
 
     /// Configures this buffer from the next transfer on. A value no buffer can take
     /// (`copy_threads` of 0 or past [`MAX_COPY_THREADS`](crate::MAX_COPY_THREADS), `pipeline_chunk_bytes` past
-    /// [`PIPELINE_WINDOW_BYTES`]) is [`Error::InvalidArgument`] naming the field, and
+    /// [`PIPELINE_WINDOW_BYTES`](crate::PIPELINE_WINDOW_BYTES)) is [`Error::InvalidArgument`] naming the field, and
     /// changes nothing. The chunk size is rounded up to 64 KiB. Switching
     /// `low_latency` off lets the helpers it kept spinning park.
     pub fn set_config(&mut self, config: StagingConfig) -> Result<()> {

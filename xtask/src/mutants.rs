@@ -35,6 +35,7 @@ pub const CARGO_MUTANTS_VERSION: &str = "27.1.0";
 /// cuda-staging's transfer core, routing and ring.
 pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-core/src/tracking.rs",
+    "crates/cuda-core/src/tracking/tracker.rs",
     "crates/cuda-core/src/tracking/per_thread.rs",
     "crates/cuda-core/src/stream.rs",
     "crates/cuda-core/src/event.rs",
@@ -42,10 +43,12 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-core/src/pinned.rs",
     "crates/cuda-core/src/device_buffer.rs",
     "crates/cuda-staging/src/buffer.rs",
+    "crates/cuda-staging/src/buffer/transfer.rs",
     "crates/cuda-staging/src/routing.rs",
     "crates/cuda-staging/src/page_lock.rs",
     "crates/cuda-staging/src/waiting.rs",
     "crates/cuda-staging/src/ring.rs",
+    "crates/cuda-staging/src/ring/slots.rs",
 ];
 
 /// The soak test: minutes of random transfers, too long to run per mutant.

@@ -15,7 +15,6 @@
 //! the thread that started them (it waits at both barriers too), over the frames of
 //! all threads. The gaps are sleeps, so they cost next to nothing.
 
-use cuda_staging::StagingConfig;
 use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -24,7 +23,7 @@ use cuda_core::{Context, DeviceBuffer, Error, Stream};
 use cuda_staging::StagingBuffer;
 
 use crate::cpu_time;
-use crate::frames::{FrameSettings, LOW_LATENCY_QUIET};
+use crate::frames::{FrameSettings, CELL_QUIET};
 use crate::records::PipelineRecord;
 use crate::stats::Summary;
 use crate::{column, compare, dtoh_pageable_async, fill_pattern, htod_pageable_async, Gpu};
@@ -45,18 +44,15 @@ pub enum PipelineColumn {
     Pageable,
     /// `StagingBuffer::upload` / `download`.
     CopyIn,
-    /// The same with `StagingConfig::low_latency` on.
-    CopyInLowLatency,
     /// `StagingBuffer::upload_with` (a fill that writes nothing) / `download_into`.
     Resident,
 }
 
 impl PipelineColumn {
     /// Every phase, in run order.
-    pub const ALL: [PipelineColumn; 4] = [
+    pub const ALL: [PipelineColumn; 3] = [
         PipelineColumn::Pageable,
         PipelineColumn::CopyIn,
-        PipelineColumn::CopyInLowLatency,
         PipelineColumn::Resident,
     ];
 
@@ -65,7 +61,6 @@ impl PipelineColumn {
         match self {
             PipelineColumn::Pageable => column::PAGEABLE,
             PipelineColumn::CopyIn => column::COPY_IN,
-            PipelineColumn::CopyInLowLatency => column::COPY_IN_LOW_LATENCY,
             PipelineColumn::Resident => column::RESIDENT,
         }
     }
@@ -91,13 +86,7 @@ impl Pipeline {
             .iter()
             .map(|&n| DeviceBuffer::<u8>::alloc_in(ctx, n))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut staging = StagingBuffer::new();
-        staging
-            .set_config(StagingConfig {
-                low_latency: column == PipelineColumn::CopyInLowLatency,
-                ..staging.config()
-            })
-            .expect("set_config");
+        let staging = StagingBuffer::new();
         Ok(Pipeline {
             column,
             stream,
@@ -113,9 +102,7 @@ impl Pipeline {
         let (dev, src, s) = (&mut self.device[k], &self.src[k], &self.stream);
         match self.column {
             PipelineColumn::Pageable => htod_pageable_async(dev, black_box(src), s),
-            PipelineColumn::CopyIn | PipelineColumn::CopyInLowLatency => {
-                self.staging.upload(dev, black_box(src), s)
-            }
+            PipelineColumn::CopyIn => self.staging.upload(dev, black_box(src), s),
             PipelineColumn::Resident => {
                 self.staging
                     .upload_with(dev, src.len(), s, |dst: &mut [u8]| {
@@ -130,9 +117,7 @@ impl Pipeline {
         let (dev, dst, s) = (&self.device[k], &mut self.dst[k], &self.stream);
         match self.column {
             PipelineColumn::Pageable => dtoh_pageable_async(black_box(dst), dev, s),
-            PipelineColumn::CopyIn | PipelineColumn::CopyInLowLatency => {
-                self.staging.download(black_box(dst), dev, s)
-            }
+            PipelineColumn::CopyIn => self.staging.download(black_box(dst), dev, s),
             PipelineColumn::Resident => {
                 self.staging.download_into(dev, dst.len(), s).map(|landed| {
                     black_box(landed);
@@ -281,7 +266,7 @@ fn run_phase(
 }
 
 /// Runs every phase, in [`PipelineColumn::ALL`] order, each followed by
-/// [`LOW_LATENCY_QUIET`]. `progress` hears about each finished phase.
+/// [`CELL_QUIET`]. `progress` hears about each finished phase.
 pub fn run(
     gpu: &Gpu,
     settings: &FrameSettings,
@@ -290,7 +275,7 @@ pub fn run(
     let mut records = Vec::new();
     for (phase, column) in PipelineColumn::ALL.into_iter().enumerate() {
         records.push(run_phase(gpu, column, phase, settings)?);
-        std::thread::sleep(LOW_LATENCY_QUIET);
+        std::thread::sleep(CELL_QUIET);
         progress(&format!("four-pipelines {}", column.name()));
     }
     Ok(records)
@@ -308,9 +293,6 @@ mod tests {
     #[test]
     fn phases_are_named_as_in_the_records() {
         let names: Vec<&str> = PipelineColumn::ALL.iter().map(|c| c.name()).collect();
-        assert_eq!(
-            names,
-            ["pageable", "copy-in", "copy-in-low-latency", "resident"]
-        );
+        assert_eq!(names, ["pageable", "copy-in", "resident"]);
     }
 }

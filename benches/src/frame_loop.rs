@@ -10,14 +10,12 @@
 //!
 //! A cell is one (scenario, size, direction). In it, after [`FrameSettings::warmup_reps`]
 //! dropped repetitions, each repetition runs *gap, transfer* for every column of
-//! [`FrameColumn::INTERLEAVED`] in turn, so drift hits them alike, starting one
+//! [`FrameColumn::ALL`] in turn, so drift hits them alike, starting one
 //! column later at each repetition, so that every column follows every other one
 //! equally often (in a fixed order the same driver call measured up to 1.7 times
 //! faster in one slot than in another on the H200 host, as the transfer before it
-//! left the caches and the link warm or cold for it); then
-//! `copy-in-low-latency` runs its own *gap, transfer* loop (why:
-//! [`FrameColumn::INTERLEAVED`]) and the cell ends with [`LOW_LATENCY_QUIET`]. Only the
-//! transfer call is timed, with an `Instant` around it.
+//! left the caches and the link warm or cold for it); the cell ends with
+//! [`CELL_QUIET`]. Only the transfer call is timed, with an `Instant` around it.
 //!
 //! CPU per frame (`cpu_us`): the process's CPU time, all threads, over a window per
 //! measured transfer, less the calling thread's CPU over the gap inside it, less what
@@ -31,7 +29,6 @@
 //! repetitions: CPU per frame is the total over the frames. The clocks are read
 //! outside the timed call, so latency does not pay for them.
 
-use cuda_staging::StagingConfig;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -40,7 +37,7 @@ use cuda_staging::StagingBuffer;
 
 use crate::cells::cell_name;
 use crate::cpu_time::{self, CpuTally};
-use crate::frames::{FrameColumn, FrameSettings, Gap, Scenario, LOW_LATENCY_QUIET};
+use crate::frames::{FrameColumn, FrameSettings, Gap, Scenario, CELL_QUIET};
 use crate::gap::GapRunner;
 use crate::records::FrameRecord;
 use crate::stats::Summary;
@@ -82,15 +79,6 @@ impl<'g> FrameLoop<'g> {
             let staging = match column {
                 FrameColumn::Pageable | FrameColumn::PageableAsync => None,
                 FrameColumn::CopyIn | FrameColumn::Resident => Some(StagingBuffer::new()),
-                FrameColumn::CopyInLowLatency => {
-                    let mut s = StagingBuffer::new();
-                    s.set_config(StagingConfig {
-                        low_latency: true,
-                        ..s.config()
-                    })
-                    .expect("set_config");
-                    Some(s)
-                }
             };
             columns.push(ColumnBuffers {
                 device,
@@ -138,7 +126,7 @@ impl<'g> FrameLoop<'g> {
             (FrameColumn::PageableAsync, Direction::DeviceToHost) => {
                 dtoh_pageable_async(black_box(host), dev, stream)
             }
-            (FrameColumn::CopyIn | FrameColumn::CopyInLowLatency, dir) => {
+            (FrameColumn::CopyIn, dir) => {
                 let staging = staging.as_mut().expect("staging columns own a buffer");
                 match dir {
                     Direction::HostToDevice => staging.upload(dev, black_box(host), stream),
@@ -168,7 +156,7 @@ impl<'g> FrameLoop<'g> {
     /// Checks every column at every size, both ways, against a pattern that differs
     /// per element, column, size and direction (never zero); pins and grows the
     /// staging buffers on the way (largest size first, so each pins once) and
-    /// starts the copy pool. Afterwards waits [`LOW_LATENCY_QUIET`].
+    /// starts the copy pool. Afterwards waits [`CELL_QUIET`].
     pub fn verify(&mut self) -> Result<(), String> {
         let max = self.sizes.iter().copied().max().unwrap_or(0);
         let mut expected = vec![0u8; max];
@@ -189,7 +177,7 @@ impl<'g> FrameLoop<'g> {
                 }
             }
         }
-        std::thread::sleep(LOW_LATENCY_QUIET);
+        std::thread::sleep(CELL_QUIET);
         Ok(())
     }
 
@@ -286,11 +274,9 @@ impl<'g> FrameLoop<'g> {
                         direction.label()
                     )
                 };
-                for columns in [&FrameColumn::INTERLEAVED[..], &FrameColumn::ALONE[..]] {
-                    self.gap_loop(gap, columns, direction, i, &mut cell)
-                        .map_err(|(column, e)| format!("{}: {e}", what(column)))?;
-                }
-                std::thread::sleep(LOW_LATENCY_QUIET);
+                self.gap_loop(gap, &FrameColumn::ALL, direction, i, &mut cell)
+                    .map_err(|(column, e)| format!("{}: {e}", what(column)))?;
+                std::thread::sleep(CELL_QUIET);
                 for column in FrameColumn::ALL {
                     let s = Summary::of(&mut cell.samples[column.index()]).ok_or("no samples")?;
                     records.push(

@@ -199,41 +199,19 @@ pub enum FrameColumn {
     PageableAsync,
     /// `StagingBuffer::upload` / `download`, default settings.
     CopyIn,
-    /// `StagingBuffer::upload` / `download` with `StagingConfig::low_latency` on.
-    CopyInLowLatency,
     /// `StagingBuffer::upload_with` (a fill that writes nothing: the producer's
     /// writes are its own work) / `download_into`.
     Resident,
 }
 
 impl FrameColumn {
-    /// Every column, in table order.
-    pub const ALL: [FrameColumn; 5] = [
-        FrameColumn::Pageable,
-        FrameColumn::PageableAsync,
-        FrameColumn::CopyIn,
-        FrameColumn::CopyInLowLatency,
-        FrameColumn::Resident,
-    ];
-
-    /// The columns measured interleaved within each repetition.
-    ///
-    /// `copy-in-low-latency` is not among them: after each of its transfers the
-    /// process-wide copy pool keeps its helpers spinning for 100 ms (`KEEP_HOT`), and
-    /// nothing public cools them sooner, so any column timed in those 100 ms would
-    /// borrow hot helpers (copy-in would measure low-latency mode) and a busy CPU
-    /// package (cheaper wake-ups for the pageable paths too). It runs as its own
-    /// loop right after the interleaved one, in the same cell, followed by
-    /// [`LOW_LATENCY_QUIET`].
-    pub const INTERLEAVED: [FrameColumn; 4] = [
+    /// Every column, in table order; a frame loop interleaves them in this order.
+    pub const ALL: [FrameColumn; 4] = [
         FrameColumn::Pageable,
         FrameColumn::PageableAsync,
         FrameColumn::CopyIn,
         FrameColumn::Resident,
     ];
-
-    /// The columns measured in a loop of their own (see [`FrameColumn::INTERLEAVED`]).
-    pub const ALONE: [FrameColumn; 1] = [FrameColumn::CopyInLowLatency];
 
     /// The column name in records and tables.
     pub fn name(self) -> &'static str {
@@ -241,7 +219,6 @@ impl FrameColumn {
             FrameColumn::Pageable => column::PAGEABLE,
             FrameColumn::PageableAsync => column::PAGEABLE_ASYNC,
             FrameColumn::CopyIn => column::COPY_IN,
-            FrameColumn::CopyInLowLatency => column::COPY_IN_LOW_LATENCY,
             FrameColumn::Resident => column::RESIDENT,
         }
     }
@@ -258,10 +235,11 @@ impl FrameColumn {
     }
 }
 
-/// How long to stay idle after low-latency transfers before timing anything else:
-/// the pool's helpers spin 100 ms after the last one (`KEEP_HOT`), then up to
-/// 200 µs more (`SPIN`).
-pub const LOW_LATENCY_QUIET: Duration = Duration::from_millis(150);
+/// How long to stay idle after a cell before timing the next: the pool's helpers
+/// park within a few hundred µs of their last copy, and the CPU package settles.
+/// (150 ms, as it was when a low-latency mode kept helpers spinning for 100 ms, so
+/// that runs stay comparable with earlier ones.)
+pub const CELL_QUIET: Duration = Duration::from_millis(150);
 
 /// Sizes of the frame-loop scenarios: 64 KiB, the seed's three tensors, 1 MiB and
 /// 16 MiB.
@@ -331,23 +309,10 @@ mod tests {
 
     #[test]
     fn every_column_is_measured_once_per_cell() {
-        let mut seen: Vec<FrameColumn> = FrameColumn::INTERLEAVED.to_vec();
-        seen.extend(FrameColumn::ALONE);
-        assert_eq!(seen.len(), FrameColumn::ALL.len());
         for c in FrameColumn::ALL {
-            assert!(seen.contains(&c), "{c:?}");
             assert_eq!(FrameColumn::ALL[c.index()], c);
         }
         let names: Vec<&str> = FrameColumn::ALL.iter().map(|c| c.name()).collect();
-        assert_eq!(
-            names,
-            [
-                "pageable",
-                "pageable-async",
-                "copy-in",
-                "copy-in-low-latency",
-                "resident"
-            ]
-        );
+        assert_eq!(names, ["pageable", "pageable-async", "copy-in", "resident"]);
     }
 }

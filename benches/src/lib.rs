@@ -108,9 +108,6 @@ pub mod column {
     /// `StagingBuffer::upload_with` / `download_into` into / from cudarc's `CudaSlice`
     /// through the bridge, on cudarc's stream.
     pub const CUDARC_RESIDENT: &str = "cudarc+resident";
-    /// `frames` only: `StagingBuffer::upload` / `download` with
-    /// `StagingConfig::low_latency` on (its copy threads spin between transfers).
-    pub const COPY_IN_LOW_LATENCY: &str = "copy-in-low-latency";
 }
 
 /// Every column, in run order.

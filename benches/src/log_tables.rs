@@ -237,14 +237,16 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 6, "{t}");
         assert!(lines[0].starts_with("busy-2ms D2H: p50/p99"), "{t}");
-        assert!(lines[1].contains("copy-in-low-latency"), "{t}");
+        assert!(
+            lines[1].contains("copy-in") && lines[1].contains("resident"),
+            "{t}"
+        );
         let row = lines[2];
         assert!(row.trim_start().starts_with("4915200"), "{row}");
         assert!(row.contains("500.0/1000.0  0.80x"), "{row}");
         assert!(row.contains("400.0/800.0   1.00x"), "{row}");
         assert!(row.contains("200.0/400.0   2.00x"), "{row}");
         assert!(row.contains("100.0/200.0   4.00x"), "{row}");
-        assert!(row.contains(" -"), "the missing column shows as -: {row}");
         // CPU per frame over the CPU of pageable-async (the faster p50), not of the
         // cheaper or the first pageable column.
         assert!(
@@ -255,7 +257,8 @@ mod tests {
         assert!(cpu.contains("520.0 1.27x"), "{cpu}");
         assert!(cpu.contains("410.0 1.00x"), "{cpu}");
         assert!(cpu.contains("820.0 2.00x"), "{cpu}");
-        // No CPU reading: a dash, no ratio.
+        // No CPU reading: a dash, no ratio. (A column with no record at all shows
+        // as a lone dash: `contended_tables_add_the_neighbours_throughput`.)
         assert!(cpu.trim_end().ends_with("-    -"), "{cpu}");
     }
 
@@ -304,7 +307,7 @@ mod tests {
             "{t}"
         );
         let row: Vec<&str> = lines[8].split_whitespace().collect();
-        assert_eq!(row, ["4915200", "0.995", "-", "0.940", "-", "-"], "{t}");
+        assert_eq!(row, ["4915200", "0.995", "-", "0.940", "-"], "{t}");
         assert_eq!(contended_tables(&[]), "");
     }
 

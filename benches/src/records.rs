@@ -123,7 +123,7 @@ pub struct ContendedRecord {
 pub struct PipelineRecord {
     /// Always `four-pipelines`.
     pub scenario: &'static str,
-    /// `pageable`, `copy-in`, `copy-in-low-latency` or `resident`.
+    /// `pageable`, `copy-in` or `resident`.
     pub column: &'static str,
     /// Frames of all threads over the phase's wall time.
     pub fps: f64,
@@ -211,7 +211,7 @@ mod tests {
             "sleep-2ms",
             Direction::HostToDevice,
             150_528,
-            FrameColumn::CopyInLowLatency,
+            FrameColumn::Resident,
             &summary(14, 21, 250),
             Some(31.5),
         );
@@ -270,7 +270,7 @@ mod tests {
         assert_eq!(recs[0]["scenario"], "sleep-2ms");
         assert_eq!(recs[0]["direction"], "H2D");
         assert_eq!(recs[0]["bytes"].as_u64(), Some(150_528));
-        assert_eq!(recs[0]["column"], "copy-in-low-latency");
+        assert_eq!(recs[0]["column"], "resident");
         assert_eq!(recs[0]["median_us"].as_f64(), Some(14.0));
         assert_eq!(recs[0]["p99_us"].as_f64(), Some(21.0));
         assert_eq!(recs[0]["cpu_us"].as_f64(), Some(31.5));

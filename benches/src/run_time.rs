@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::chunks::{self, CHUNK_SIZES_BYTES, CHUNK_WARMUP_REPS};
 use crate::contended::{CONTENDED_BLOCKS, CONTENDED_COLUMNS};
 use crate::four_pipelines::{PipelineColumn, PIPELINE_GAP};
-use crate::frames::{FrameColumn, FrameSettings, Gap, Scenario, LOW_LATENCY_QUIET};
+use crate::frames::{FrameColumn, FrameSettings, Gap, Scenario, CELL_QUIET};
 use crate::scaling;
 use crate::tight_loop::TIGHT_LOOP_QUIET;
 
@@ -41,27 +41,21 @@ impl FrameSettings {
         let mut total = Duration::ZERO;
         for &bytes in &self.sizes {
             let per_rep = (gap.assumed_cost() + assumed_transfer_cost(bytes)) * columns;
-            total += (per_rep * reps + LOW_LATENCY_QUIET) * 2;
+            total += (per_rep * reps + CELL_QUIET) * 2;
         }
         total
     }
 
     /// `tight-loop`: per cell and column, the warm-up calls, a block of at least
     /// [`FrameSettings::tight_block`] and [`FrameSettings::tight_min_calls`] calls,
-    /// then the quiet pause ([`LOW_LATENCY_QUIET`] after the low-latency column).
+    /// then the quiet pause.
     fn tight_loop_time(&self) -> Duration {
         let mut total = Duration::ZERO;
         for &bytes in &self.sizes {
             let cost = assumed_transfer_cost(bytes);
             let block = self.tight_block.max(cost * self.tight_min_calls as u32);
-            for column in FrameColumn::ALL {
-                let quiet = if column == FrameColumn::CopyInLowLatency {
-                    LOW_LATENCY_QUIET
-                } else {
-                    TIGHT_LOOP_QUIET
-                };
-                total += (cost * self.tight_warmup_calls as u32 + block + quiet) * 2;
-            }
+            let per_column = cost * self.tight_warmup_calls as u32 + block + TIGHT_LOOP_QUIET;
+            total += per_column * FrameColumn::ALL.len() as u32 * 2;
         }
         total
     }
@@ -86,7 +80,7 @@ impl FrameSettings {
     fn pipelines_time(&self) -> Duration {
         let frames = (self.pipeline_warmup_frames + self.pipeline_frames) as u32;
         let frame = Gap::Sleep(PIPELINE_GAP).assumed_cost() + ASSUMED_PIPELINE_FRAME;
-        (frame * frames + LOW_LATENCY_QUIET) * PipelineColumn::ALL.len() as u32
+        (frame * frames + CELL_QUIET) * PipelineColumn::ALL.len() as u32
     }
 
     /// As if on two GPUs (with one it is skipped): every cell's transfers plus its

@@ -6,9 +6,8 @@
 //! next one: [`FrameSettings::tight_warmup_calls`] untimed calls, then back-to-back
 //! calls, each timed alone, until [`FrameSettings::tight_block`] has passed and at
 //! least [`FrameSettings::tight_min_calls`] were made; then a quiet pause,
-//! [`TIGHT_LOOP_QUIET`] ([`LOW_LATENCY_QUIET`] after `copy-in-low-latency`, which
-//! runs last). The columns run in the frame loops' order ([`FrameColumn::INTERLEAVED`],
-//! then [`FrameColumn::ALONE`]), on the same buffers ([`FrameLoop`]).
+//! [`TIGHT_LOOP_QUIET`]. The columns run in the frame loops' order
+//! ([`FrameColumn::ALL`]), on the same buffers ([`FrameLoop`]).
 //!
 //! `cpu_us` is the process's CPU time over the timed block (all threads) divided by
 //! its calls. A block lasts at least 200 ms in the full run, long against the
@@ -23,31 +22,15 @@ use cuda_core::Error;
 use crate::cells::cell_name;
 use crate::cpu_time::{self, CpuTally};
 use crate::frame_loop::FrameLoop;
-use crate::frames::{FrameColumn, FrameSettings, Scenario, LOW_LATENCY_QUIET};
+use crate::frames::{FrameColumn, FrameSettings, Scenario};
 use crate::records::FrameRecord;
 use crate::stats::Summary;
 use crate::Direction;
 
-/// The pause after each column's block (but the low-latency one's), so the helpers
+/// The pause after each column's block, so the helpers
 /// a column woke have parked before the next column is timed: the copy pool spins
 /// at most a few hundred µs after a transfer.
 pub const TIGHT_LOOP_QUIET: Duration = Duration::from_millis(20);
-
-/// Each column's block in turn, in run order.
-pub fn run_order() -> impl Iterator<Item = FrameColumn> {
-    FrameColumn::INTERLEAVED
-        .into_iter()
-        .chain(FrameColumn::ALONE)
-}
-
-/// The pause after `column`'s block.
-pub fn quiet_after(column: FrameColumn) -> Duration {
-    if FrameColumn::ALONE.contains(&column) {
-        LOW_LATENCY_QUIET
-    } else {
-        TIGHT_LOOP_QUIET
-    }
-}
 
 /// Runs `tight-loop` over every size and both directions: a record per cell and
 /// column. `progress` hears about each finished cell.
@@ -68,7 +51,7 @@ pub fn run(
                 continue;
             }
             let mut cell = Vec::new();
-            for column in run_order() {
+            for column in FrameColumn::ALL {
                 let (mut samples, cpu) =
                     block(fl, column, direction, i, settings).map_err(|e| {
                         format!(
@@ -77,7 +60,7 @@ pub fn run(
                             direction.label()
                         )
                     })?;
-                std::thread::sleep(quiet_after(column));
+                std::thread::sleep(TIGHT_LOOP_QUIET);
                 let s = Summary::of(&mut samples).ok_or("no samples")?;
                 cell.push(FrameRecord::new(
                     scenario,
@@ -131,22 +114,6 @@ fn per_call(spent: Option<Duration>, calls: usize) -> CpuTally {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_column_runs_once_and_low_latency_last_with_the_long_pause() {
-        let order: Vec<FrameColumn> = run_order().collect();
-        assert_eq!(order.len(), FrameColumn::ALL.len());
-        for c in FrameColumn::ALL {
-            assert_eq!(order.iter().filter(|&&o| o == c).count(), 1, "{c:?}");
-        }
-        assert_eq!(order.last(), Some(&FrameColumn::CopyInLowLatency));
-        assert_eq!(
-            quiet_after(FrameColumn::CopyInLowLatency),
-            LOW_LATENCY_QUIET
-        );
-        assert_eq!(quiet_after(FrameColumn::CopyIn), TIGHT_LOOP_QUIET);
-        assert!(TIGHT_LOOP_QUIET >= Duration::from_millis(10));
-    }
 
     #[test]
     fn cpu_per_call_divides_the_block() {

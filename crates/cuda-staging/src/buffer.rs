@@ -2,7 +2,7 @@
 
 use std::convert::Infallible;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cuda_core::{
     Context, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, Result, Stream,
@@ -24,10 +24,6 @@ use crate::StagingPod;
 
 mod transfer;
 pub(crate) use transfer::Leg;
-
-/// Low-latency mode keeps a buffer's helpers spinning while its transfers come at
-/// least this often.
-pub(crate) const KEEP_HOT: Duration = Duration::from_millis(100);
 
 /// A grow-on-demand, reused page-locked host buffer used to stage transfers.
 ///
@@ -352,30 +348,15 @@ impl StagingBuffer {
     /// How this buffer's host copies of a transfer whose largest copy is
     /// `copy_bytes` run: on up to [`StagingConfig::copy_threads`](crate::StagingConfig::copy_threads) threads, waking
     /// parked helpers only where they pay (`tuning::helpers_to_wake`; as in a tight
-    /// loop when low-latency mode keeps them hot).
+    /// loop when the transfer comes back to back with this buffer's previous ones).
     pub(crate) fn copier(&self, copy_bytes: usize, direction: Direction) -> Copier<'static> {
-        Copier::for_transfer(self.config.copy_threads, copy_bytes, direction, self.hot())
+        let hot = self.burst.back_to_back();
+        Copier::for_transfer(self.config.copy_threads, copy_bytes, direction, hot)
     }
 
-    /// Whether the transfer starting now comes back to back with this buffer's
-    /// previous ones, or low-latency mode keeps the helpers awake.
-    fn hot(&self) -> bool {
-        self.config.low_latency || self.burst.back_to_back()
-    }
-
-    /// After a transfer: note when it ended; in low-latency mode, keep the helpers
-    /// spinning until the next one (for up to [`KEEP_HOT`]).
+    /// After a transfer: note when it ended.
     pub(crate) fn finish_transfer(&mut self) {
         self.burst.end(Instant::now());
-        if self.config.low_latency && self.config.copy_threads > 1 {
-            if let Some(pool) = crate::pool::global() {
-                pool.heat(
-                    self.config.copy_threads - 1,
-                    pool.deadline_in(KEEP_HOT),
-                    false,
-                );
-            }
-        }
     }
 
     /// Grows the pinned memory to at least `bytes` (not past `limit` unless `bytes`
@@ -423,17 +404,9 @@ impl StagingBuffer {
     /// Configures this buffer from the next transfer on. A value no buffer can take
     /// (`copy_threads` of 0 or past [`MAX_COPY_THREADS`](crate::MAX_COPY_THREADS), `pipeline_chunk_bytes` past
     /// [`PIPELINE_WINDOW_BYTES`](crate::PIPELINE_WINDOW_BYTES)) is [`Error::InvalidArgument`] naming the field, and
-    /// changes nothing. The chunk size is rounded up to 64 KiB. Switching
-    /// `low_latency` off lets the helpers it kept spinning park.
+    /// changes nothing. The chunk size is rounded up to 64 KiB.
     pub fn set_config(&mut self, config: StagingConfig) -> Result<()> {
-        let c = config.checked("StagingBuffer::set_config")?;
-        let cooling = self.config.low_latency && !c.low_latency;
-        self.config = c;
-        if cooling {
-            if let Some(pool) = crate::pool::existing() {
-                pool.cool();
-            }
-        }
+        self.config = config.checked("StagingBuffer::set_config")?;
         Ok(())
     }
 

@@ -71,8 +71,7 @@ pub struct StagingConfig {
     /// [`StagingBuffer::set_auto_stage_max_bytes`](crate::StagingBuffer::set_auto_stage_max_bytes) sets both.
     pub stage_max_bytes: PerDirection<usize>,
     /// Whether a paced transfer goes to the driver's pageable path when the calling
-    /// thread would copy it alone (no pool helper would take part; not in low-latency
-    /// mode). Paced: it follows this buffer's previous transfer after a gap (200 µs or
+    /// thread would copy it alone (no pool helper would take part). Paced: it follows this buffer's previous transfer after a gap (200 µs or
     /// more) or within a frame's few transfers, and is not one of a tight loop (five
     /// or more back to back); never the buffer's first transfer, which pins its
     /// memory. That is every such upload, and downloads over 512 KiB (outside tight
@@ -109,15 +108,6 @@ pub struct StagingConfig {
     /// halves when the copy threads are parked. With a size set, every staged
     /// transfer larger than one chunk is pipelined.
     pub pipeline_chunk_bytes: usize,
-    /// Low-latency mode, off by default: trades cores for latency. When on, every
-    /// transfer of this buffer leaves `copy_threads - 1` pool helpers spinning until
-    /// its next transfer, as long as transfers keep coming at least every 100 ms, so
-    /// no transfer finds them parked; and its copies use them as a tight loop would.
-    ///
-    /// **CPU cost:** while on and in use, one core per helper spins continuously
-    /// (three by default), whatever the frame rate. Switching it off lets every
-    /// helper park after its current linger.
-    pub low_latency: bool,
     /// Whether batches ([`StagingBuffer::download_batch`](crate::StagingBuffer::download_batch),
     /// [`StagingBuffer::upload_batch`](crate::StagingBuffer::upload_batch)) go out as one `cuMemcpyBatchAsync` where the
     /// driver has it (the default), or as one queued copy per part; both end with one
@@ -134,7 +124,6 @@ impl Default for StagingConfig {
             wait_policy: WaitPolicy::default(),
             copy_threads: default_copy_threads(),
             pipeline_chunk_bytes: 0,
-            low_latency: false,
             batch_api: true,
         }
     }
@@ -266,7 +255,6 @@ mod tests {
             wait_policy: WaitPolicy::Block,
             copy_threads: MAX_COPY_THREADS,
             pipeline_chunk_bytes: 64 << 10,
-            low_latency: false,
             batch_api: false,
         };
         s.set_config(c).unwrap();

@@ -32,7 +32,7 @@ pub(crate) struct Copier<'a> {
     /// Pool helpers each copy enlists: free ones that are awake first, then parked
     /// ones it wakes.
     helpers: usize,
-    /// Transfers come back to back (or low-latency mode keeps helpers awake).
+    /// Transfers come back to back: the helpers are awake.
     hot: bool,
     /// This is the transfer's last copy ([`Copier::last`]).
     last: bool,
@@ -52,7 +52,7 @@ impl Copier<'static> {
 
     /// For a transfer whose largest host copy is `copy_bytes`, moving `direction`,
     /// on up to `threads` threads (the caller included), `hot` when transfers come
-    /// back to back or low-latency mode keeps helpers awake: as
+    /// back to back: as
     /// [`routing::copy_shape`] says, with the pool's free helpers.
     pub(crate) fn for_transfer(
         threads: usize,
@@ -126,11 +126,7 @@ impl<'a> Copier<'a> {
     pub(crate) fn prewake(&self) {
         if let Some(pool) = self.pool {
             if self.helpers > 0 {
-                pool.heat(
-                    self.helpers,
-                    pool.deadline_in(crate::tuning::PREWAKE_HOLD),
-                    true,
-                );
+                pool.heat(self.helpers, pool.deadline_in(crate::tuning::PREWAKE_HOLD));
             }
         }
     }

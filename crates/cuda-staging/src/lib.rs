@@ -144,10 +144,13 @@
 //! - Beside a thread computing on every other core: at most 1.09 times the driver's
 //!   CPU at 0.92-1.15 times its speed, and the neighbours keep at least 0.966 of
 //!   their throughput (0.970 beside the driver's own copy).
-//! - [`StagingConfig::low_latency`] keeps a buffer's helpers spinning between
-//!   transfers: **one core per helper, continuously** (6.1-10.5 ms of CPU per frame
-//!   at 2 ms frames, 49-52 ms at 16 ms frames), for 1.22-3.97 times the driver's
-//!   speed after 2 ms gaps (0.64-2.60 after 16 ms).
+//! - For the lowest latency, write into or read from the pinned memory itself
+//!   ([`StagingBuffer::upload_with`], [`StagingBuffer::download_into`]): only the
+//!   DMA moves the data, at 1.3-8.0 times the driver's speed after a gap for
+//!   0.13-0.80 times its CPU. (A low-latency mode that kept the copy helpers
+//!   spinning between transfers was removed: on the H200 host at 46e199f it reached
+//!   1.12-2.21 times `upload` / `download`'s speed after 2 ms gaps, but at 2.4-204
+//!   times their CPU in every cell where it gained 15% or more.)
 //!
 //! # 2-D frames
 //!

@@ -17,9 +17,8 @@
 //!   first chunk lands.
 //! - **Spinning only while work is microseconds away:** a worker spins for
 //!   `tuning::LINGER` after its last part (the next chunk of the same transfer, the
-//!   next transfer of a tight loop), then parks. Buffers in low-latency mode keep
-//!   theirs spinning between transfers ([`Pool::heat`] with a later deadline). Each
-//!   worker counts its CPU time when it parks ([`crate::pool_stats`]).
+//!   next transfer of a tight loop), then parks. Each worker counts its CPU time
+//!   when it parks ([`crate::pool_stats`]).
 //! - **Shared without waiting on each other:** two buffers copying at once each get
 //!   the workers that are free; the publisher claims whatever is left and waits
 //!   only for parts a running worker took.
@@ -46,7 +45,7 @@ mod idle;
 mod mailbox;
 mod worker;
 
-pub(crate) use control::{existing, global};
+pub(crate) use control::global;
 pub use control::{
     pool_stats, pool_threads, pool_threads_started, set_copy_pool_threads, PoolStats,
     COPY_THREADS_ENV, MAX_POOL_THREADS,
@@ -272,20 +271,14 @@ impl Pool {
 
     /// Keeps up to `n` free workers spinning until `until` (pool clock), waking
     /// those that are parked, awake ones first: a pipelined download's helpers, so
-    /// they run by the time its first chunk lands, or a low-latency buffer's, kept
-    /// hot between transfers. `rotate` starts the scan where the last rotating call
-    /// left off (concurrent downloads wake different workers); otherwise at the
-    /// first worker (low-latency mode keeps the same ones hot).
-    pub(crate) fn heat(&self, n: usize, until: u64, rotate: bool) {
+    /// they run by the time its first chunk lands. The scan starts where the last
+    /// call left off, so concurrent downloads wake different workers.
+    pub(crate) fn heat(&self, n: usize, until: u64) {
         let count = self.enlistable();
         if count == 0 || n == 0 {
             return;
         }
-        let base = if rotate {
-            self.next_heat.fetch_add(n, Ordering::Relaxed) % count
-        } else {
-            0
-        };
+        let base = self.next_heat.fetch_add(n, Ordering::Relaxed) % count;
         let mut left = n.min(count);
         for parked in [false, true] {
             for k in 0..count {
@@ -305,14 +298,6 @@ impl Pool {
                 }
                 left -= 1;
             }
-        }
-    }
-
-    /// Lets every worker park once its linger is over (low-latency mode switched
-    /// off).
-    pub(crate) fn cool(&self) {
-        for w in self.workers.iter() {
-            w.hot_until.store(0, Ordering::Relaxed);
         }
     }
 

@@ -87,8 +87,7 @@ pub(crate) trait Ask {
 pub(crate) struct CopyShape {
     pub(crate) threads: usize,
     pub(crate) helpers: usize,
-    /// As in a tight loop: the helpers are awake (back to back, or low-latency
-    /// mode keeps them so).
+    /// As in a tight loop: the helpers are awake (back to back).
     pub(crate) hot: bool,
     /// The copy takes helpers from the pool (it wanted some and a pool exists);
     /// `helpers` may still be 0 when none is free.
@@ -157,17 +156,19 @@ pub(crate) fn decide(config: &StagingConfig, t: &Transfer, ask: &mut impl Ask) -
     let copy = if t.host == (Host::Rows { contiguous: false }) {
         CopyShape::SOLO
     } else {
-        let hot = config.low_latency || t.back_to_back;
-        let copy = copy_shape(config.copy_threads, t.bytes, t.direction, hot, || {
-            ask.free_helpers()
-        });
+        let copy = copy_shape(
+            config.copy_threads,
+            t.bytes,
+            t.direction,
+            t.back_to_back,
+            || ask.free_helpers(),
+        );
         match t.direction {
             Direction::HostToDevice => at_most(copy, UPLOAD_MAX_THREADS),
             Direction::DeviceToHost => copy,
         }
     };
     if config.driver_after_gap
-        && !config.low_latency
         && t.paced
         && copy.helpers == 0
         && crate::tuning::driver_after_gap(t.bytes, t.direction)
@@ -318,10 +319,6 @@ mod tests {
             driver_after_gap: false,
             ..d
         };
-        let low_latency = StagingConfig {
-            low_latency: true,
-            ..d
-        };
         let one_thread = StagingConfig {
             copy_threads: 1,
             ..d
@@ -377,7 +374,6 @@ mod tests {
             ("paced 512 KiB download stays", d, paced(caller(512 << 10, DOWN)), false, Some(3), (s, 3, 0, 1)),
             ("paced frame download", d, paced(caller(FRAME, DOWN)), false, Some(3), (Route::Driver, 0, 0, 0)),
             ("paced, rule off", no_gap_rule, paced(caller(FRAME, DOWN)), false, Some(3), (s, 3, 0, 8)),
-            ("paced, low latency: hot helpers", low_latency, paced(caller(FRAME, DOWN)), false, Some(3), (s, 3, 2, 8)),
             ("paced, one copy thread", one_thread, paced(caller(FRAME, UP)), false, Some(3), (Route::Driver, 0, 0, 0)),
             ("one copy thread, not paced", one_thread, caller(FRAME, UP), false, Some(3), (s, 1, 0, 4)),
             // Uploads copy in on at most 8 threads, downloads out on at most 3.

@@ -67,7 +67,7 @@ pub(crate) const DOWNLOAD_THREADS: usize = 3;
 /// the same host: the lone helper arrives late and the caller waits for its parts.
 pub(crate) const HELPER_BYTES: usize = 512 << 10;
 
-/// In a tight loop (transfers back to back) or low-latency mode, one helper per
+/// In a tight loop (transfers back to back), one helper per
 /// this many bytes of host copy, at least one from 64 KiB: each helper spins
 /// through the whole transfer, so back to back a transfer's CPU is its latency
 /// times its threads, and the count follows the copy.
@@ -110,8 +110,8 @@ pub(crate) fn driver_after_gap(bytes: usize, direction: Direction) -> bool {
 /// Pool helpers a transfer's host copy of `copy_bytes`, moving `direction`, enlists
 /// when up to `threads` threads share it (the caller included): outside a tight loop
 /// none below [`WAKE_MIN_BYTES`] (uploads) or [`DOWNLOAD_WAKE_MIN_BYTES`] (downloads: none),
-/// then one per [`HELPER_BYTES`] (at least one); `hot` (a tight loop, or
-/// low-latency mode, where helpers are awake anyway) one per
+/// then one per [`HELPER_BYTES`] (at least one); `hot` (a tight loop, where
+/// helpers are awake anyway) one per
 /// [`BACK_TO_BACK_HELPER_BYTES`], at least one from 64 KiB. Never more than
 /// `threads - 1`.
 ///

@@ -3,7 +3,7 @@
 //! alone, goes to the driver's pageable path; back to back it is staged again;
 //! downloads after a gap stay staged up to 512 KiB and go to the driver above, at any
 //! size; a frame's later transfers (right after its first) count as paced too;
-//! `StagingConfig::driver_after_gap` off and low-latency mode turn the rule off. Every route
+//! `StagingConfig::driver_after_gap` off turns the rule off. Every route
 //! keeps the data and the stream order (semantics 1 and 2).
 //!
 //! Its own test binary, run one test at a time (`SERIAL`): whether a copy wakes pool
@@ -284,7 +284,7 @@ fn paced_2d_transfers_the_caller_would_copy_alone_go_to_the_driver_and_keep_the_
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
-fn the_rule_is_off_when_switched_off_and_in_low_latency_mode() {
+fn the_rule_is_off_when_switched_off() {
     let _serial = serial();
     let (_ctx, stream) = gpu();
     let mut dev = DeviceBuffer::<u8>::alloc(FRAME).expect("alloc");
@@ -295,38 +295,17 @@ fn the_rule_is_off_when_switched_off_and_in_low_latency_mode() {
     })
     .expect("set_config");
     assert!(!off.config().driver_after_gap);
-    let mut low_latency = StagingBuffer::new();
-    low_latency
-        .set_config(StagingConfig {
-            low_latency: true,
-            ..low_latency.config()
-        })
-        .expect("set_config");
-    for (label, staging) in [
-        ("switched off", &mut off),
-        ("low latency", &mut low_latency),
-    ] {
+    let s = seed();
+    let src = pattern::<u8>(FRAME, s);
+    off.upload(&mut dev, &src, &stream).expect("first upload");
+    for _ in 0..2 {
         let s = seed();
         let src = pattern::<u8>(FRAME, s);
-        staging
-            .upload(&mut dev, &src, &stream)
-            .expect("first upload");
-        for _ in 0..2 {
-            let s = seed();
-            let src = pattern::<u8>(FRAME, s);
-            assert_eq!(
-                upload_after_gap(staging, &mut dev, &src, &stream, s),
-                (1, 0),
-                "{label}"
-            );
-        }
+        assert_eq!(
+            upload_after_gap(&mut off, &mut dev, &src, &stream, s),
+            (1, 0)
+        );
     }
-    low_latency
-        .set_config(StagingConfig {
-            low_latency: false,
-            ..low_latency.config()
-        })
-        .expect("set_config");
 }
 
 #[test]

@@ -101,21 +101,11 @@ fn buffers_and_their_settings_start_no_thread() {
         })
         .expect("set_config");
         s.set_config(StagingConfig {
-            low_latency: true,
-            ..s.config()
-        })
-        .expect("set_config");
-        s.set_config(StagingConfig {
             pipeline_chunk_bytes: 1 << 20,
             ..s.config()
         })
         .expect("set_config");
         let _ = s.reserve(4096); // no context here: an error
-        s.set_config(StagingConfig {
-            low_latency: false,
-            ..s.config()
-        })
-        .expect("set_config");
     }
     assert_eq!(pool_threads_started(), 0);
     let names: Vec<String> = std::fs::read_dir("/proc/self/task")
@@ -289,32 +279,26 @@ fn default_routing_stages_by_direction_and_the_seed_s_threshold_sets_the_upper_b
 }
 
 #[test]
-fn low_latency_setter_round_trips() {
+fn the_batch_api_setter_round_trips() {
     let mut s = StagingBuffer::new();
-    assert!(!s.config().low_latency, "off by default");
+    assert!(s.config().batch_api, "on by default");
     s.set_config(StagingConfig {
-        low_latency: true,
+        batch_api: false,
         ..s.config()
     })
     .expect("set_config");
-    assert!(s.config().low_latency);
+    assert!(!s.config().batch_api);
     s.set_config(StagingConfig {
-        low_latency: true,
+        batch_api: true,
         ..s.config()
     })
     .expect("set_config");
-    assert!(s.config().low_latency);
-    s.set_config(StagingConfig {
-        low_latency: false,
-        ..s.config()
-    })
-    .expect("set_config");
-    assert!(!s.config().low_latency);
+    assert!(s.config().batch_api);
     // Nothing pinned or counted, and other settings untouched.
     assert_eq!(s.capacity(), 0);
     assert_eq!(s.stats(), StagingStats::default());
     assert_eq!(s.config().copy_threads, default_copy_threads());
-    assert!(format!("{s:?}").contains("low_latency: false"), "{s:?}");
+    assert!(format!("{s:?}").contains("batch_api: true"), "{s:?}");
 }
 
 /// Whether this thread can reach a driver with no context current on it (a GPU

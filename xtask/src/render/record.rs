@@ -28,7 +28,7 @@ pub(super) const COLUMN_LEGEND: &str = "\
 | `pageable-async` | the driver's copy from or into the same `Vec`, queued on the stream, then a stream sync |
 | `copy-in` | `StagingBuffer::upload` / `download` with the same `Vec` (a host copy into or out of pinned memory, then the DMA) |
 | `copy-in-registered` | `StagingBuffer::upload` / `download` with a `Vec` page-locked by `HostRegistration` (DMA'd straight from or into) |
-| `copy-in-low-latency` | frame loops: `copy-in` with `StagingConfig::low_latency` on (its copy helpers spin between transfers) |
+| `copy-in-low-latency` | frame loops, in records made before it was removed: `copy-in` with the former low-latency mode on (copy helpers spinning between transfers) |
 | `resident` | `StagingBuffer::upload_with` / `download_into`: the data is written or read in pinned memory, only the DMA moves it |
 | `raw-pinned` | a copy queued from or into a `PinnedBuffer`, then a stream sync: the floor |
 | `cudarc-pinned` | cudarc 0.19's `memcpy_htod` / `memcpy_dtoh` with its pinned host slice, then a sync |

@@ -30,5 +30,4 @@ fn new_pins_nothing_and_defaults_are_documented() {
     assert_eq!(s.stats(), StagingStats::default());
     assert_eq!(s.auto_stage_max_bytes(), usize::MAX);
     assert!(s.config.copy_threads >= 1 && s.config.copy_threads <= 16);
-    assert!(!s.config.low_latency);
 }

@@ -61,11 +61,6 @@ pub(crate) fn global() -> Option<&'static Pool> {
     (p.enlistable() > 0).then_some(&**p)
 }
 
-/// The process-wide pool if anything made it, without starting a thread.
-pub(crate) fn existing() -> Option<&'static Pool> {
-    GLOBAL.get().map(|p| &**p)
-}
-
 /// The size of the process-wide copy pool: helper threads that share large host
 /// copies with their callers. By default one fewer than the cores, at most 15;
 /// [`COPY_THREADS_ENV`] (`CUDA_STAGING_COPY_THREADS`) or [`set_copy_pool_threads`]
@@ -108,7 +103,7 @@ pub struct PoolStats {
     /// Helper threads started so far ([`pool_threads_started`]).
     pub threads_started: usize,
     /// Helper threads not parked right now: spinning on a copy, lingering after one
-    /// (`tuning::LINGER`, 50 µs), or kept hot by a low-latency buffer.
+    /// (`tuning::LINGER`, 50 µs), or woken early for a pipelined download.
     pub threads_awake: usize,
     /// Times a helper was woken from parking.
     pub wakes: u64,

@@ -24,7 +24,7 @@
 //!    worker.
 //!
 //! The early wake-up's "stay awake until" (`hot_until`, in the pool, stored by
-//! `Pool::heat` for a pipelined download's helpers and for low-latency mode) lives
+//! `Pool::heat` for a pipelined download's helpers) lives
 //! in another word, so that hand-over is the store-load pattern: `heat` stores it
 //! and fences before it reads bit 0; the worker fences after setting bit 0 and
 //! before reading `hot_until`.

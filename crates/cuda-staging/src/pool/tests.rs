@@ -252,21 +252,16 @@ fn heat_wakes_parked_workers_ahead_of_work_and_they_park_after_it() {
     with_pool(3, |pool| {
         eventually("all parked", || all_parked(pool));
         let before = wakes(pool);
-        pool.heat(2, pool.deadline_in(Duration::from_millis(30)), true);
+        pool.heat(2, pool.deadline_in(Duration::from_millis(30)));
         eventually("two workers woke", || wakes(pool) == before + 2);
         assert_eq!(pool.stats().threads_awake, 2, "the third stays parked");
         // Heating the same number again (awake ones first) wakes nobody new.
-        pool.heat(2, pool.deadline_in(Duration::from_millis(30)), false);
+        pool.heat(2, pool.deadline_in(Duration::from_millis(30)));
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(wakes(pool), before + 2);
         eventually("the heated workers park once the deadline passed", || {
             all_parked(pool)
         });
-        // Cooling cuts a long deadline short.
-        pool.heat(1, pool.deadline_in(Duration::from_secs(60)), false);
-        eventually("a worker woke", || pool.awake() == 1);
-        pool.cool();
-        eventually("the cooled worker parks", || all_parked(pool));
     });
 }
 

@@ -19,7 +19,7 @@ pub(super) struct WorkerState {
     /// Where publishers enlist the worker, and its "about to park" flag.
     pub(super) mailbox: Mailbox,
     /// Nanoseconds (pool clock) until which the worker spins even without work: a
-    /// pipelined download's early wake-up, or low-latency mode ([`Pool::heat`]).
+    /// pipelined download's early wake-up ([`Pool::heat`]).
     pub(super) hot_until: AtomicU64,
     /// Times the worker came back from parking.
     pub(super) wakes: AtomicU64,

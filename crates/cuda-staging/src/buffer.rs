@@ -402,9 +402,11 @@ impl StagingBuffer {
     }
 
     /// Configures this buffer from the next transfer on. A value no buffer can take
-    /// (`copy_threads` of 0 or past [`MAX_COPY_THREADS`](crate::MAX_COPY_THREADS), `pipeline_chunk_bytes` past
-    /// [`PIPELINE_WINDOW_BYTES`](crate::PIPELINE_WINDOW_BYTES)) is [`Error::InvalidArgument`] naming the field, and
-    /// changes nothing. The chunk size is rounded up to 64 KiB.
+    /// (`copy_threads` of 0 or past [`MAX_COPY_THREADS`](crate::MAX_COPY_THREADS),
+    /// `pipeline_chunk_bytes` past
+    /// [`PIPELINE_WINDOW_BYTES`](crate::PIPELINE_WINDOW_BYTES)) is
+    /// [`Error::InvalidArgument`] naming the field, and changes nothing. The chunk size
+    /// is rounded up to 64 KiB.
     pub fn set_config(&mut self, config: StagingConfig) -> Result<()> {
         self.config = config.checked("StagingBuffer::set_config")?;
         Ok(())

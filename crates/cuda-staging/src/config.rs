@@ -71,7 +71,8 @@ pub struct StagingConfig {
     /// [`StagingBuffer::set_auto_stage_max_bytes`](crate::StagingBuffer::set_auto_stage_max_bytes) sets both.
     pub stage_max_bytes: PerDirection<usize>,
     /// Whether a paced transfer goes to the driver's pageable path when the calling
-    /// thread would copy it alone (no pool helper would take part). Paced: it follows this buffer's previous transfer after a gap (200 µs or
+    /// thread would copy it alone (no pool helper would take part). Paced: it
+    /// follows this buffer's previous transfer after a gap (200 µs or
     /// more) or within a frame's few transfers, and is not one of a tight loop (five
     /// or more back to back); never the buffer's first transfer, which pins its
     /// memory. That is every such upload, and downloads over 512 KiB (outside tight

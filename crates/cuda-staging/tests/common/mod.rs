@@ -463,7 +463,8 @@ pub fn wait_until(what: &str, limit: std::time::Duration, mut f: impl FnMut() ->
 
 /// Waits until every copy-pool worker is parked (asleep, state `S`): what a transfer
 /// after an idle gap finds. Workers spin 50 µs after their last part, longer when a
-/// pipelined download woke them early (100 µs); 2 s is room for a loaded machine. True at once when the pool has not started.
+/// pipelined download woke them early (100 µs); 2 s is room for a loaded machine.
+/// True at once when the pool has not started.
 pub fn wait_until_workers_parked() {
     wait_until(
         "every copy-pool worker parked",

@@ -39,8 +39,8 @@ pub struct LeftOut {
 
 /// Why the pipeline tests whose copy pool may help are left out.
 const HELPERS_NEED_AN_IDLE_CORE: &str = "a CPU-cost assertion: it checks that the copy \
-     pool's helpers copied a part, which they do only while the host has an idle core \
-     (the pool counts them); on a 2-core machine the simulator's stream threads, doing \
+     pool's helpers copied a part, which they do only when they run before the caller \
+     has claimed every part; on a 2-core machine the simulator's stream threads, doing \
      the DMA's work on the CPU, often leave none. The same boundaries run with one \
      copy thread and with the pool off";
 

@@ -6,7 +6,6 @@ use crate::pool::{Pool, Share};
 use crate::routing::{self, CopyShape};
 use crate::stores::CopyKind;
 use crate::tuning::PARALLEL_MIN_BYTES;
-use cuda_core::Result;
 
 /// Each extra copy thread gets at least this much.
 const PARALLEL_PART_MIN_BYTES: usize = 16 << 10;
@@ -24,13 +23,12 @@ pub(crate) fn copy_parts(len: usize, threads: usize) -> usize {
 
 /// How one transfer's host copies run: on the calling thread, or split with the
 /// process-wide pool over up to `threads` threads (the caller included), `helpers`
-/// of them pool helpers, awake or woken for it (`tuning::helpers_to_wake`).
+/// of them pool helpers woken for it (`tuning::helpers_to_wake`).
 #[derive(Clone, Copy)]
 pub(crate) struct Copier<'a> {
     pool: Option<&'a Pool>,
     threads: usize,
-    /// Pool helpers each copy enlists: free ones that are awake first, then parked
-    /// ones it wakes.
+    /// Pool helpers each copy wakes.
     helpers: usize,
     /// Transfers come back to back: the helpers are awake.
     hot: bool,
@@ -114,21 +112,10 @@ impl<'a> Copier<'a> {
         }
     }
 
-    /// The same, for the transfer's last copy when `last` (helpers park after it
-    /// unless transfers come back to back).
+    /// The same, for the transfer's last copy when `last` (helpers wait again after
+    /// it unless transfers come back to back).
     pub(crate) fn last(self, last: bool) -> Copier<'a> {
         Copier { last, ..self }
-    }
-
-    /// Wakes the helpers this transfer's copies will want now, ahead of its first
-    /// copy (a pipelined download's first copy-out waits for a chunk's DMA): they
-    /// spin for `tuning::PREWAKE_HOLD`, then park again if no copy came.
-    pub(crate) fn prewake(&self) {
-        if let Some(pool) = self.pool {
-            if self.helpers > 0 {
-                pool.heat(self.helpers, pool.deadline_in(crate::tuning::PREWAKE_HOLD));
-            }
-        }
     }
 
     /// Copies `src` into `dst` (equal lengths; a shorter one bounds the copy), with
@@ -146,46 +133,6 @@ impl<'a> Copier<'a> {
     /// shorter one bounds the copy).
     pub(crate) fn copy_out(&self, dst: &mut [u8], src: &[u8]) {
         self.run(dst, src, CopyKind::Plain);
-    }
-
-    /// Copies `len` bytes of pinned memory at `src`, which a DMA is filling, into
-    /// `dst[..len]` once `landed` (the wait for that DMA) returns `Ok`; returns its
-    /// error, copying nothing, when it fails. Split over the pool, the copy is
-    /// published before `landed` runs, so the helpers prefetch their part of `dst`
-    /// during the DMA and start the moment it lands (`pool/gate.rs`).
-    ///
-    /// # Safety
-    /// 1. `len <= dst.len()`.
-    /// 2. Once `landed` returned `Ok`, `src` is readable for `len` bytes and nothing
-    ///    writes it until this returns; it does not overlap `dst`.
-    pub(crate) unsafe fn copy_out_after(
-        &self,
-        dst: &mut [u8],
-        src: *const u8,
-        len: usize,
-        landed: impl FnOnce() -> Result<()>,
-    ) -> Result<()> {
-        let kind = CopyKind::Plain;
-        match self.split(len) {
-            // SAFETY: `dst` holds `len` bytes (condition 1) and its `&mut` borrow
-            // lasts until the pool returns; condition 2 passes through.
-            Some((pool, threads)) => unsafe {
-                pool.copy_after(
-                    dst.as_mut_ptr(),
-                    src,
-                    len,
-                    kind,
-                    self.publication(threads),
-                    landed,
-                )
-            },
-            _ => {
-                landed()?;
-                // SAFETY: as above; `landed` returned `Ok`.
-                unsafe { kind.copy(dst.as_mut_ptr(), src, len) };
-                Ok(())
-            }
-        }
     }
 
     /// The pool and the threads (the caller included) a copy of `len` bytes is split
@@ -219,19 +166,8 @@ impl<'a> Copier<'a> {
             helpers: self.enlisted(threads),
             // Helpers linger for the next copy of this transfer, and after its last
             // one only when the next transfer is coming right away.
-            linger_ns: if self.last && !self.hot {
-                0
-            } else {
-                crate::tuning::LINGER.as_nanos() as u64
-            },
-            // Helpers woken for this transfer arrive tens of µs late: small parts
-            // leave them work. Spinning ones take theirs at once, and each part
-            // claimed is a cache line passed between cores.
-            parts_per_thread: if self.hot {
-                1
-            } else {
-                crate::tuning::PARTS_PER_THREAD
-            },
+            linger: !self.last || self.hot,
+            hot: self.hot,
         }
     }
 

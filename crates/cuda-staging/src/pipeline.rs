@@ -13,7 +13,7 @@ use cuda_core::{
 
 use crate::capacity::internal;
 use crate::copy::Copier;
-use crate::plan::{Plan, MAX_SLOTS, PIPELINE_MIN_BYTES};
+use crate::plan::{Plan, MAX_SLOTS};
 use crate::stores::streams;
 
 /// The pinned window, its per-slot events, the stream and the copier of one
@@ -92,29 +92,8 @@ impl Stage<'_> {
     ///   against 106 µs with events; a flag costs 0.94 µs to queue, an event record
     ///   0.18 µs.
     ///
-    /// A download in one piece of up to [`GATED_COPY_OUT_MAX_BYTES`] publishes its
-    /// copy-out before it waits for the DMA (`Copier::copy_out_after`): the helpers
-    /// claim their parts, prefetch their part of `dst` for writing, and copy the
-    /// moment the DMA has landed (a helper still waiting after 200 µs, the DMA
-    /// queued behind long work, hands its part back to the caller and goes). On
-    /// the 16-core H200 host (a `frames`-style loop, variants interleaved, p50, two
-    /// machine starts; gated against publishing after the wait, `download_into`
-    /// beside):
-    ///
-    /// | gap | bytes | after the wait | gated | `download_into` |
-    /// |---|---:|---:|---:|---:|
-    /// | sleep 16 ms | 150528 | 60.5, 59.1 µs | 57.4, 53.2 | 50.3, 47.5 |
-    /// | sleep 16 ms | 196608 | 70.6, 61.2 | 65.1, 57.9 | 56.7, 47.6 |
-    /// | sleep 2 ms | 150528 | 28.6, 29.2 | 24.3, 26.1 | 21.3, 19.0 |
-    /// | busy 2 ms | 150528 | 23.5, 33.6 | 18.7, 31.0 | 16.0, 24.4 |
-    /// | back to back | 150528 | 14.7 | 12.7 | 9.3 |
-    ///
-    /// All 21 gap cells measured from 64 KiB to 512 KiB were faster gated; back to
-    /// back, 512 KiB tied (29.7 µs). Without the prefetch, gating gained less
-    /// (sleep 2 ms, 150528 B: 27.7 µs). The caller prefetching the whole
-    /// destination itself gained nothing (28.7 µs). Gating the chunks of a
-    /// pipelined download lost: 4915200 B after a 2 ms sleep 253 against 233 µs,
-    /// back to back 333 against 144 µs, so chunks keep publishing after their wait.
+    /// A download in one piece is copied out once its DMA has landed, like each
+    /// chunk of a pipelined one.
     pub(crate) fn download(self, src: &DeviceView<'_, u8>, dst: &mut [u8]) -> Result<()> {
         let Stage {
             window,
@@ -124,32 +103,13 @@ impl Stage<'_> {
             plan,
             wait,
         } = self;
-        let copier = copier.last(plan.chunks == 1);
-        if plan.chunks == 1 && plan.bytes > GATED_COPY_OUT_MAX_BYTES {
-            // One piece only because a chunk size was set: measured nowhere gated.
+        if plan.chunks == 1 {
             stream.memcpy_dtoh(src, window)?;
             stream.synchronize_with(wait)?;
-            copier.copy_out(dst, &window.as_slice()?[..plan.bytes]);
+            copier
+                .last(true)
+                .copy_out(dst, &window.as_slice()?[..plan.bytes]);
             return Ok(());
-        }
-        if plan.chunks == 1 {
-            let bytes = plan.bytes;
-            if dst.len() < bytes || window.len() < bytes {
-                return Err(internal("download larger than its window or destination"));
-            }
-            // Read only after the wait below, once the DMA has landed.
-            let landing = window.as_ptr();
-            stream.memcpy_dtoh(src, window)?;
-            // Plain stores: streaming ones into the caller's memory measured slower
-            // (4.7 MiB: 245 µs against 203 µs on the 32-core H200 host). The copy
-            // is published before the wait (see above).
-            // SAFETY: `dst` and the window hold at least `bytes` bytes (checked
-            // above); the window is read only after `synchronize` returned `Ok`,
-            // when the DMA into it has landed, and nothing writes it while `self`
-            // borrows it; it is pinned memory, never the caller's `dst`.
-            return unsafe {
-                copier.copy_out_after(dst, landing, bytes, || stream.synchronize_with(wait))
-            };
         }
         let mut slots = slot_views(window, &plan)?;
         let issue = |slots: &mut [Option<PinnedViewMut<'_, u8>>],
@@ -178,12 +138,6 @@ impl Stage<'_> {
         Ok(())
     }
 }
-
-/// The largest download whose copy-out is published before its DMA has landed
-/// (see [`Stage::download`]): the largest cut in one piece by the automatic chunk,
-/// and the largest measured. A larger one in one piece (a chunk size set with
-/// `StagingConfig::pipeline_chunk_bytes`) publishes after the wait.
-const GATED_COPY_OUT_MAX_BYTES: usize = PIPELINE_MIN_BYTES[1];
 
 /// Views of the plan's slots, each `chunk_bytes` long, at the start of `window`.
 fn slot_views<'a>(

@@ -1,59 +1,52 @@
-//! The process-wide pool of copy threads that every [`crate::StagingBuffer`] shares.
+//! The process-wide pool of copy threads that every [`crate::StagingBuffer`] shares:
+//! a plain wake-on-demand pool.
 //!
 //! - **Bounded, and sized by the program:** one pool per process, started at the
 //!   first copy that wants help, with [`crate::pool_threads`] helper threads (by
 //!   default one fewer than the cores, at most 15; `CUDA_STAGING_COPY_THREADS` or
 //!   [`crate::set_copy_pool_threads`] set it, 0 meaning every copy runs on its
 //!   caller's thread alone). Never more threads, however many buffers exist.
-//! - **Woken by the transfer that needs them, parked otherwise:** nothing of the
-//!   pool runs between transfers. A copy is published as a [`Job`] in a free slot
-//!   (32 slots, one per concurrent copy), offered to free workers that are awake
-//!   through their own mailboxes (`mailbox.rs`), and to as many parked ones as its
-//!   transfer may wake (`tuning::helpers_to_wake`: none for a small copy after a
-//!   gap). The publishing thread starts on the parts at once and helpers join as
-//!   they come; a copy is cut in small parts, so a helper that wakes late still
-//!   finds work and one that the OS preempts holds up little. A pipelined download
-//!   wakes its helpers when it starts ([`Pool::heat`]), so they are up when its
-//!   first chunk lands.
+//! - **Woken by the copy that needs them, waiting otherwise:** a copy is published
+//!   as a [`Job`] in a free slot (32 slots, one per concurrent copy) and cut in
+//!   parts of whole pages; the publisher marks how many helpers the slot wants,
+//!   wakes as many waiting workers through a condition variable as spinning ones
+//!   cannot cover, and starts on the parts at once. A worker takes one of a slot's
+//!   wanted places, claims parts until none are left, and waits again when nothing
+//!   is wanted. A copy is cut in small parts, so a helper that wakes late still
+//!   finds work and one that the OS preempts holds up little. Each worker counts
+//!   its CPU time when it goes back to waiting ([`crate::pool_stats`]).
 //! - **Spinning only while work is microseconds away:** a worker spins for
-//!   `tuning::LINGER` after its last part (the next chunk of the same transfer, the
-//!   next transfer of a tight loop), then parks. Each worker counts its CPU time
-//!   when it parks ([`crate::pool_stats`]).
+//!   [`LINGER`] after its part of a copy when more is coming (the next chunk of the
+//!   same transfer, the next transfer of a tight loop), then waits. After the last
+//!   copy of a transfer that followed a gap nobody spins: nothing of the pool runs
+//!   between frames.
+//! - **No helpers where no core is free:** a transfer enlists no more helpers than
+//!   there are idle cores plus spinning workers ([`Pool::idle_cores`], `idle.rs`).
 //! - **Shared without waiting on each other:** two buffers copying at once each get
-//!   the workers that are free; the publisher claims whatever is left and waits
-//!   only for parts a running worker took.
-//! - **Helpers ready before the source is:** a download's copy-out can be published
-//!   before its DMA has landed, behind the job's gate (`gate.rs`, [`Pool::copy_after`]):
-//!   helpers prefetch their part of the destination while the DMA runs and copy the
-//!   moment it lands.
+//!   the workers that are free; the publisher waits only for parts a running
+//!   worker took, and takes back the places nobody took.
 //!
 //! Nothing allocates and no thread starts per transfer.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::cpu_clock::thread_cpu_ns;
 use crate::job::{Job, MAX_PARTS};
-use crate::prefetch::prefetch_for_write;
 use crate::stores::CopyKind;
-use crate::sync::{fence, Ordering};
+use crate::sync::{spin_hint, Ordering};
 
 mod control;
-mod gate;
 mod idle;
-mod mailbox;
-mod worker;
 
 pub(crate) use control::global;
 pub use control::{
     pool_stats, pool_threads, pool_threads_started, set_copy_pool_threads, PoolStats,
     COPY_THREADS_ENV, MAX_POOL_THREADS,
 };
-use gate::{AtGate, Gate};
 use idle::IdleCores;
-use mailbox::Offer;
-use worker::WorkerState;
 
 /// Concurrent copies the pool takes; more copy on their own thread alone.
 const MAX_JOBS: usize = 32;
@@ -61,18 +54,28 @@ const MAX_JOBS: usize = 32;
 const PART_ALIGN: usize = 4096;
 /// The smallest part: about a µs of copying, against a claim of tens of ns.
 const PART_MIN_BYTES: usize = 16 << 10;
+/// A split copy is cut into about this many parts per thread taking part, so that
+/// helpers arriving late (woken by the copy itself) still find work, and a helper
+/// the OS preempts holds up only a small part.
+const PARTS_PER_THREAD: usize = 4;
+/// A helper spins this long after its part of a copy before it waits again, when
+/// more is coming soon ([`Share::linger`]): the next chunk of the same pipelined
+/// transfer (a chunk's DMA takes 10-25 µs on the H200 host), the next transfer of
+/// a tight loop.
+const LINGER: Duration = Duration::from_micros(50);
 
 /// How a copy is shared out: over up to `threads` threads, the caller included,
-/// `helpers` of them pool workers (free ones that are awake first, then parked ones
-/// woken for it), each spinning `linger_ns` after its last part for the next copy;
-/// cut in about `parts_per_thread` parts per thread taking part (more when helpers
-/// must be woken and arrive late, one when they are spinning already).
+/// `helpers` of them pool workers (spinning ones first, then waiting ones woken for
+/// it), which spin for [`LINGER`] after it when `linger`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Share {
     pub(crate) threads: usize,
     pub(crate) helpers: usize,
-    pub(crate) linger_ns: u64,
-    pub(crate) parts_per_thread: usize,
+    pub(crate) linger: bool,
+    /// Transfers come back to back, so the helpers are spinning already: one part
+    /// per thread (each part claimed is a cache line passed between cores), instead
+    /// of small parts that leave work for helpers woken late.
+    pub(crate) hot: bool,
 }
 
 /// One copy of `len` bytes cut into parts of `per` bytes.
@@ -83,10 +86,7 @@ struct CopyDesc {
     len: usize,
     per: usize,
     kind: CopyKind,
-    /// Published before the source is ready: parts wait at the job's gate.
-    gated: bool,
-    /// How long a helper spins after a part of this copy ([`Share::linger_ns`]).
-    linger_ns: u64,
+    linger: bool,
 }
 
 // SAFETY: the pointers are plain addresses handed over under the job protocol; the
@@ -100,37 +100,14 @@ impl CopyDesc {
         len: 0,
         per: 1,
         kind: CopyKind::Plain,
-        gated: false,
-        linger_ns: 0,
+        linger: false,
     };
 
-    /// Copies part `i`. When gated, first waits at `gate` (`gate.rs`): a part whose
-    /// gate is closed has its destination prefetched while it waits; it is skipped
-    /// if the gate is cancelled, and handed back to the publisher (not copied here)
-    /// if the wait outlasts the spin and `may_defer`.
+    /// Copies part `i`.
     ///
     /// # Safety
-    /// 1. The publisher's ranges are valid (see [`Pool::copy`] and
-    ///    [`Pool::copy_after`]) and `i` is a part of this publication, claimed by the
-    ///    caller.
-    /// 2. `gate` is the gate of this publication's job slot.
-    unsafe fn run_part(&self, i: usize, gate: &Gate, may_defer: bool) {
-        if self.gated {
-            let at_gate = gate.pass(i, may_defer, || self.prefetch_part(i));
-            if at_gate != AtGate::Copy {
-                return;
-            }
-        }
-        // SAFETY: condition 1; a gated source is ready once its gate opened
-        // (condition 2).
-        unsafe { self.copy_part(i) }
-    }
-
-    /// Copies part `i`, gate or not.
-    ///
-    /// # Safety
-    /// 1. The publisher's ranges are valid and their source is ready; `i` is a part of
-    ///    this publication that no other thread copies.
+    /// 1. The publisher's ranges are valid (see [`Pool::copy`]) and `i` is a part of
+    ///    this publication, claimed by the caller.
     unsafe fn copy_part(&self, i: usize) {
         let off = i * self.per;
         let n = self.per.min(self.len - off);
@@ -138,37 +115,54 @@ impl CopyDesc {
         // overlap each other.
         unsafe { self.kind.copy(self.dst.add(off), self.src.add(off), n) }
     }
-
-    /// Asks the CPU for part `i`'s destination lines, for writing (never faults).
-    fn prefetch_part(&self, i: usize) {
-        let off = i * self.per;
-        prefetch_for_write(self.dst.wrapping_add(off), self.per.min(self.len - off));
-    }
 }
+
+/// What a worker has done, as [`crate::pool_stats`] reads it.
+#[derive(Default)]
+#[repr(align(128))]
+struct WorkerStats {
+    /// Times the worker came back from waiting.
+    wakes: AtomicU64,
+    /// Parts of other threads' copies the worker copied.
+    parts: AtomicU64,
+    /// The worker's CPU time in nanoseconds, as of its last wait.
+    cpu_ns: AtomicU64,
+}
+
+/// Helpers a job slot's publisher still wants, taken one by one by workers.
+#[derive(Default)]
+#[repr(align(128))]
+struct Wanted(AtomicUsize);
 
 /// The pool; see the module notes.
 pub(crate) struct Pool {
     jobs: Box<[Job<CopyDesc>]>,
-    /// One per job slot (`gate.rs`).
-    gates: Box<[Gate]>,
+    /// Per job slot: helpers its publisher still wants.
+    wanted: Box<[Wanted]>,
+    /// The sum of `wanted`: what spinning and waking workers look at first.
+    pending: AtomicUsize,
     /// Every worker the pool can have; the first `started` have a thread.
-    workers: Box<[WorkerState]>,
+    workers: Box<[WorkerStats]>,
     /// Workers whose thread was started (`workers[..started]`).
     started: AtomicUsize,
     /// Workers copies may enlist (`workers[..limit]`, at most `started` once the
     /// pool is in use): the pool's size as the program set it.
     limit: AtomicUsize,
-    /// Workers not parked.
+    /// Workers not waiting on `offered`.
     awake: AtomicUsize,
-    /// Where [`Pool::heat`] starts its scan for an early wake-up, moved on by each
-    /// so concurrent transfers wake different workers.
-    next_heat: AtomicUsize,
+    /// Workers spinning for their linger.
+    spinning: AtomicUsize,
     /// The machine's idle cores as last read ([`Pool::idle_cores`]).
     idle: IdleCores,
+    epoch: Instant,
+    /// Held while a worker checks `pending` and starts to wait, and by a publisher
+    /// between raising `pending` and waking one, so no wake-up is lost; holds
+    /// whether the pool is stopping.
+    sleep: Mutex<bool>,
+    /// Signalled once per waiting worker a publisher wakes.
+    offered: Condvar,
     /// The started threads, for [`Pool::stop`] (and growth, which takes the lock).
     handles: Mutex<Vec<JoinHandle<()>>>,
-    shutdown: AtomicBool,
-    epoch: Instant,
 }
 
 impl Pool {
@@ -177,16 +171,18 @@ impl Pool {
     pub(crate) fn new(capacity: usize, limit: usize) -> Arc<Pool> {
         Arc::new(Pool {
             jobs: (0..MAX_JOBS).map(|_| Job::new(CopyDesc::EMPTY)).collect(),
-            gates: (0..MAX_JOBS).map(|_| Gate::new()).collect(),
-            workers: (0..capacity).map(|_| WorkerState::new()).collect(),
+            wanted: (0..MAX_JOBS).map(|_| Wanted::default()).collect(),
+            pending: AtomicUsize::new(0),
+            workers: (0..capacity).map(|_| WorkerStats::default()).collect(),
             started: AtomicUsize::new(0),
             limit: AtomicUsize::new(limit.min(capacity)),
             awake: AtomicUsize::new(0),
-            next_heat: AtomicUsize::new(0),
+            spinning: AtomicUsize::new(0),
             idle: IdleCores::new(),
-            handles: Mutex::new(Vec::new()),
-            shutdown: AtomicBool::new(false),
             epoch: Instant::now(),
+            sleep: Mutex::new(false),
+            offered: Condvar::new(),
+            handles: Mutex::new(Vec::new()),
         })
     }
 
@@ -213,14 +209,13 @@ impl Pool {
         while started < want {
             let p = Arc::clone(self);
             let i = started;
-            // Counted awake before it runs: it spins its linger first, then parks.
+            // Counted awake until it first waits.
             self.awake.fetch_add(1, Ordering::Relaxed);
             let spawned = std::thread::Builder::new()
                 .name(format!("staging-copy-{i}"))
                 .spawn(move || p.worker(i));
             match spawned {
                 Ok(h) => {
-                    let _ = self.workers[i].thread.set(h.thread().clone());
                     handles.push(h);
                     started += 1;
                     self.started.store(started, Ordering::Release);
@@ -238,11 +233,9 @@ impl Pool {
     /// Stops every worker and joins it (for pools other than the process-wide one).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn stop(&self) {
-        self.shutdown.store(true, Ordering::SeqCst);
+        *self.lock() = true;
+        self.offered.notify_all();
         let handles = std::mem::take(&mut *self.handles.lock().unwrap_or_else(|e| e.into_inner()));
-        for w in self.workers.iter() {
-            w.unpark();
-        }
         for h in handles {
             let _ = h.join();
         }
@@ -255,50 +248,13 @@ impl Pool {
             .min(self.started.load(Ordering::Acquire))
     }
 
-    /// Workers not parked right now.
+    /// Workers not waiting for work right now.
     pub(crate) fn awake(&self) -> usize {
         self.awake.load(Ordering::Relaxed)
     }
 
     fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
-    }
-
-    /// Pool-clock nanoseconds `d` from now.
-    pub(crate) fn deadline_in(&self, d: Duration) -> u64 {
-        self.now_ns() + d.as_nanos() as u64
-    }
-
-    /// Keeps up to `n` free workers spinning until `until` (pool clock), waking
-    /// those that are parked, awake ones first: a pipelined download's helpers, so
-    /// they run by the time its first chunk lands. The scan starts where the last
-    /// call left off, so concurrent downloads wake different workers.
-    pub(crate) fn heat(&self, n: usize, until: u64) {
-        let count = self.enlistable();
-        if count == 0 || n == 0 {
-            return;
-        }
-        let base = self.next_heat.fetch_add(n, Ordering::Relaxed) % count;
-        let mut left = n.min(count);
-        for parked in [false, true] {
-            for k in 0..count {
-                if left == 0 {
-                    return;
-                }
-                let w = &self.workers[(base + k) % count];
-                if w.mailbox.is_sleeping() != parked || w.mailbox.take().is_some() {
-                    continue;
-                }
-                w.hot_until.fetch_max(until, Ordering::SeqCst);
-                // Pairs with the fence in `Mailbox::announce_sleep`: either the worker
-                // sees `hot_until`, or this sees it parking (see `mailbox.rs`).
-                fence(Ordering::SeqCst);
-                if w.mailbox.is_sleeping() {
-                    w.unpark();
-                }
-                left -= 1;
-            }
-        }
     }
 
     /// Cores that run nothing now, by the kernel's count of runnable threads (read at
@@ -309,6 +265,11 @@ impl Pool {
     /// a time slice: a transfer enlists no more helpers than there are idle cores.
     pub(crate) fn idle_cores(&self) -> usize {
         self.idle.get(self.now_ns())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, bool> {
+        // Nothing panics while holding the lock; a poisoned one holds a valid flag.
+        self.sleep.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Copies `len` bytes shared out as `share` says, returning when every byte is
@@ -325,60 +286,23 @@ impl Pool {
         kind: CopyKind,
         share: Share,
     ) {
-        let job = if share.helpers == 0 {
+        let helpers = share
+            .helpers
+            .min(share.threads.saturating_sub(1))
+            .min(self.enlistable());
+        let slot = if helpers == 0 {
             None
         } else {
-            self.acquire_job(share.threads)
+            (0..self.jobs.len()).find(|&j| self.jobs[j].try_acquire())
         };
-        let Some((j, threads)) = job else {
+        let Some(j) = slot else {
             // SAFETY: condition 1.
             unsafe { kind.copy(dst, src, len) };
             return;
         };
-        // SAFETY: we own slot `j`; condition 1 passes through.
-        let (parts, _) = unsafe { self.publish(j, dst, src, len, kind, threads, share, false) };
-        self.enlist(j, share.helpers.min(threads - 1));
-        // SAFETY: we own slot `j` and published `parts` parts in it.
-        unsafe { self.finish(j, parts) };
-    }
-
-    /// A free job slot for a copy shared by up to `threads` threads (clamped to the
-    /// workers copies may enlist, plus the caller), with the clamped count; `None`
-    /// for a copy not worth splitting or with every slot taken.
-    fn acquire_job(&self, threads: usize) -> Option<(usize, usize)> {
-        let threads = threads.min(self.enlistable() + 1);
-        if threads < 2 {
-            return None;
-        }
-        (0..self.jobs.len())
-            .find(|&j| self.jobs[j].try_acquire())
-            .map(|j| (j, threads))
-    }
-
-    /// Publishes the copy in slot `j`, cut in parts of whole pages, about
-    /// `tuning::PARTS_PER_THREAD` per thread of `threads` (at least
-    /// [`PART_MIN_BYTES`] each; at most [`gate::MAX_GATED_PARTS`] when `gated`);
-    /// returns how many, and the description published.
-    ///
-    /// # Safety
-    /// 1. We own slot `j` ([`Pool::acquire_job`]) and finished its last publication.
-    /// 2. The ranges are as [`Pool::copy`] or, when `gated`, [`Pool::copy_after`] says.
-    /// 3. When `gated`, slot `j`'s gate is closed: claimants wait at it before they
-    ///    read the source.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn publish(
-        &self,
-        j: usize,
-        dst: *mut u8,
-        src: *const u8,
-        len: usize,
-        kind: CopyKind,
-        threads: usize,
-        share: Share,
-        gated: bool,
-    ) -> (usize, CopyDesc) {
-        let taking_part = share.helpers.min(threads - 1) + 1;
-        let per = part_bytes(len, taking_part, share.parts_per_thread, gated);
+        let job = &self.jobs[j];
+        let per_thread = if share.hot { 1 } else { PARTS_PER_THREAD };
+        let per = part_bytes(len, helpers + 1, per_thread);
         let parts = len.div_ceil(per).max(1);
         let desc = CopyDesc {
             dst,
@@ -386,77 +310,149 @@ impl Pool {
             len,
             per,
             kind,
-            gated,
-            linger_ns: share.linger_ns,
+            linger: share.linger,
         };
-        // SAFETY: condition 1; `parts <= MAX_PARTS` (`part_bytes`).
-        unsafe { self.jobs[j].publish(desc, parts) };
-        (parts, desc)
-    }
-
-    /// Claims and runs what is left of slot `j`'s publication of `parts` parts,
-    /// waits for the parts helpers claimed, and gives the slot back.
-    ///
-    /// # Safety
-    /// 1. We own slot `j` and published `parts` parts in it; when gated, its gate is
-    ///    open or cancelled.
-    unsafe fn finish(&self, j: usize, parts: usize) {
-        let job = &self.jobs[j];
+        // SAFETY: we own slot `j` and the last publication in it was waited for
+        // before the slot was released; `parts <= MAX_PARTS` (`part_bytes`).
+        unsafe { job.publish(desc, parts) };
+        self.offer(j, helpers);
         let mut mine = 0;
         while let Some((i, d)) = job.claim() {
-            // SAFETY: a part we claimed of our own publication, whose ranges the
-            // publisher keeps valid (condition 1 of `copy`, `copy_after`); the gate
-            // is the slot's, and no longer closed, so nothing is deferred.
-            unsafe { d.run_part(i, &self.gates[j], false) };
+            // SAFETY: a part we claimed of our own publication, whose ranges are
+            // valid until we return (condition 1).
+            unsafe { d.copy_part(i) };
             mine += 1;
         }
+        self.withdraw(j);
         job.wait_done(parts - mine);
         job.release();
     }
 
-    /// Offers job `j` to up to `wanted` free workers: those awake first, then parked
-    /// ones, which it wakes. Publishers start their scan at different workers, so
-    /// concurrent copies rarely offer to the same one.
-    fn enlist(&self, j: usize, wanted: usize) {
-        let n = self.enlistable();
-        if n == 0 || wanted == 0 {
-            return;
+    /// Offers job slot `j` to `helpers` workers: spinning ones take it on their own,
+    /// and as many waiting ones as they cannot cover are woken.
+    fn offer(&self, j: usize, helpers: usize) {
+        self.wanted[j].0.store(helpers, Ordering::SeqCst);
+        self.pending.fetch_add(helpers, Ordering::SeqCst);
+        let wake = helpers.saturating_sub(self.spinning.load(Ordering::SeqCst));
+        if wake > 0 {
+            // A worker checks `pending` under the lock before it waits: taking the
+            // lock here orders that check before this wake-up or after the raise.
+            drop(self.lock());
+            for _ in 0..wake {
+                self.offered.notify_one();
+            }
         }
-        let base = j * 5 % n;
-        let mut got = 0;
-        for parked in [false, true] {
-            for k in 0..n {
-                if got == wanted {
-                    return;
-                }
-                let w = &self.workers[(base + k) % n];
-                if w.mailbox.is_sleeping() != parked {
-                    continue;
-                }
-                if let Offer::Taken { parked } = w.mailbox.offer(j) {
-                    got += 1;
-                    // A worker that woke in between finds the mail itself; unparking
-                    // it would only leave a stale token that cuts its next park
-                    // short.
-                    if parked {
-                        w.unpark();
+    }
+
+    /// Takes back job slot `j`'s offers that no worker took: every part is claimed.
+    fn withdraw(&self, j: usize) {
+        let left = self.wanted[j].0.swap(0, Ordering::SeqCst);
+        if left > 0 {
+            self.pending.fetch_sub(left, Ordering::SeqCst);
+        }
+    }
+
+    /// Takes one offer: the slot of a job that still wants a helper, if any.
+    fn take_offer(&self) -> Option<usize> {
+        if self.pending.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        for (j, w) in self.wanted.iter().enumerate() {
+            let mut n = w.0.load(Ordering::SeqCst);
+            while n > 0 {
+                match w
+                    .0
+                    .compare_exchange_weak(n, n - 1, Ordering::SeqCst, Ordering::SeqCst)
+                {
+                    Ok(_) => {
+                        self.pending.fetch_sub(1, Ordering::SeqCst);
+                        return Some(j);
                     }
+                    Err(now) => n = now,
                 }
             }
         }
+        None
+    }
+
+    /// Spins until an offer can be taken or [`LINGER`] has passed.
+    fn linger(&self) -> Option<usize> {
+        self.spinning.fetch_add(1, Ordering::SeqCst);
+        let until = self.now_ns() + LINGER.as_nanos() as u64;
+        let mut took = None;
+        while self.now_ns() < until {
+            took = self.take_offer();
+            if took.is_some() {
+                break;
+            }
+            for _ in 0..64 {
+                spin_hint();
+            }
+        }
+        self.spinning.fetch_sub(1, Ordering::SeqCst);
+        took
+    }
+
+    /// The loop of worker `i`, until the pool shuts down.
+    fn worker(&self, i: usize) {
+        let me = &self.workers[i];
+        loop {
+            let mut next = self.take_offer();
+            while let Some(j) = next {
+                next = if self.help(me, j) {
+                    self.linger()
+                } else {
+                    self.take_offer()
+                };
+            }
+            let mut stopping = self.lock();
+            loop {
+                if *stopping {
+                    drop(stopping);
+                    if let Some(ns) = thread_cpu_ns() {
+                        me.cpu_ns.store(ns, Ordering::Relaxed);
+                    }
+                    return;
+                }
+                if self.pending.load(Ordering::SeqCst) > 0 {
+                    break;
+                }
+                if let Some(ns) = thread_cpu_ns() {
+                    me.cpu_ns.store(ns, Ordering::Relaxed);
+                }
+                self.awake.fetch_sub(1, Ordering::Relaxed);
+                stopping = self
+                    .offered
+                    .wait(stopping)
+                    .unwrap_or_else(|e| e.into_inner());
+                self.awake.fetch_add(1, Ordering::Relaxed);
+                me.wakes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Runs every part of job slot `j` that worker `me` can claim; returns whether
+    /// to linger after it (the copy's [`Share::linger`]; no when nothing was left).
+    fn help(&self, me: &WorkerStats, j: usize) -> bool {
+        let job = &self.jobs[j];
+        let mut linger = false;
+        while let Some((k, d)) = job.claim() {
+            // SAFETY: a claimed part of a live publication: its publisher keeps the
+            // ranges valid until it sees the part finished.
+            unsafe { d.copy_part(k) };
+            job.finish_part();
+            me.parts.fetch_add(1, Ordering::Relaxed);
+            linger = d.linger;
+        }
+        linger
     }
 }
 
 /// The part size of a copy of `len` bytes shared by `threads` threads: whole pages,
 /// about `per_thread` parts per thread, at least [`PART_MIN_BYTES`] (or the whole
-/// copy), and never more parts than a job (or, `gated`, a gate) holds.
-fn part_bytes(len: usize, threads: usize, per_thread: usize, gated: bool) -> usize {
-    let most = if gated {
-        gate::MAX_GATED_PARTS
-    } else {
-        MAX_PARTS
-    };
-    let parts = threads.saturating_mul(per_thread).clamp(1, most);
+/// copy), and never more parts than a job holds.
+fn part_bytes(len: usize, threads: usize, per_thread: usize) -> usize {
+    let parts = threads.saturating_mul(per_thread).clamp(1, MAX_PARTS);
     len.div_ceil(parts)
         .max(PART_MIN_BYTES.min(len))
         .next_multiple_of(PART_ALIGN)

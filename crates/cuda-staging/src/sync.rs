@@ -3,9 +3,9 @@
 //! (`cargo test -p cuda-staging --lib --release loom`, run by CI).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Tells the scheduler (and `loom`) that this thread is waiting on another.
 #[inline]

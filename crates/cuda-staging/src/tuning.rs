@@ -1,24 +1,12 @@
-//! The copy pool's tunables: how long helpers linger, how many a transfer wakes,
-//! how finely a copy is cut. Constants, each with the measurement that chose it.
+//! The copy pool's tunables: how many helpers a transfer wakes, and when a paced
+//! transfer goes to the driver. Constants, each with the measurement that chose it.
 //! Programs size the pool with [`crate::set_copy_pool_threads`] and each buffer with
 //! [`crate::StagingConfig::copy_threads`].
 
 use crate::direction::{Direction, PerDirection};
-use std::time::Duration;
 
 /// Below this, a host copy runs on the calling thread alone.
 pub(crate) const PARALLEL_MIN_BYTES: usize = 64 << 10;
-
-/// A helper spins this long after its part of a copy before it parks, when more is
-/// coming soon: the next chunk of the same pipelined transfer (a chunk's DMA takes
-/// 10-25 µs on the H200 host), the next transfer of a tight loop. After the last
-/// copy of a transfer that followed a gap it parks at once: a frame loop's helpers
-/// cost nothing between frames.
-pub(crate) const LINGER: Duration = Duration::from_micros(50);
-
-/// How long the helpers a pipelined download wakes at its start spin waiting for
-/// its first copy-out (the first chunk's DMA plus their own wake-up).
-pub(crate) const PREWAKE_HOLD: Duration = Duration::from_micros(100);
 
 /// After a gap, an upload smaller than this wakes no parked helper: the caller
 /// copies alone (in two halves that overlap the DMA), because a parked thread on an
@@ -72,11 +60,6 @@ pub(crate) const HELPER_BYTES: usize = 512 << 10;
 /// through the whole transfer, so back to back a transfer's CPU is its latency
 /// times its threads, and the count follows the copy.
 pub(crate) const BACK_TO_BACK_HELPER_BYTES: usize = 512 << 10;
-
-/// A split copy is cut into about this many parts per thread taking part, so that
-/// helpers arriving late (woken by the copy itself) still find work, and a helper
-/// the OS preempts holds up only a small part.
-pub(crate) const PARTS_PER_THREAD: usize = 4;
 
 /// A paced transfer (one that follows an earlier transfer of its buffer, after a
 /// gap or within a frame's few transfers, and is not part of a tight loop) that

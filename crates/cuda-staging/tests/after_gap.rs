@@ -6,9 +6,8 @@
 //! `StagingConfig::driver_after_gap` off turns the rule off. Every route
 //! keeps the data and the stream order (semantics 1 and 2).
 //!
-//! Its own test binary, run one test at a time (`SERIAL`): whether a copy wakes pool
-//! helpers depends on the idle cores, which tests running beside these would take.
-//! The uploads stay under 512 KiB and downloads wake no helper outside a tight loop,
+//! Its own test binary, run one test at a time (`SERIAL`), so that no other test's
+//! transfers interleave with these buffers' bursts. The uploads stay under 512 KiB and downloads wake no helper outside a tight loop,
 //! so no test depends on whether a helper would have been free.
 //!
 //! Every test is `#[ignore]`d; run them with `cargo xtask test-gpu` (or `cargo test

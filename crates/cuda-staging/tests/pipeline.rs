@@ -157,8 +157,7 @@ impl Drop for PoolOff {
 /// What comes before each transfer.
 #[derive(Clone, Copy, Debug)]
 enum Gap {
-    /// An idle gap of 2 to 6 ms (longer than the helpers' 50 µs linger), then a wait
-    /// until every worker is parked.
+    /// An idle gap of 2 to 6 ms, then a wait until every worker is parked.
     Parked,
     /// Nothing: transfers back to back, checks after the last one.
     BackToBack,

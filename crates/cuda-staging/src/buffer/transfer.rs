@@ -115,7 +115,6 @@ impl StagingBuffer {
         staged: Staged,
         span: &TransferSpan,
     ) -> Result<()> {
-        let direction = leg.direction();
         let (_, bytes) = leg.host();
         let ctx = stream.context();
         let plan = staged
@@ -132,11 +131,6 @@ impl StagingBuffer {
             // and creating them then allocated inside a steady loop (3 heap
             // allocations in steady_state's 8-thread test, seed 2, 1 ms jitter).
             self.ensure_events(MAX_SLOTS, ctx)?;
-            if direction == Direction::DeviceToHost {
-                // Its first copy-out waits for a chunk's DMA: wake the helpers now,
-                // so they run by then.
-                copier.prewake();
-            }
         }
         let StagingBuffer {
             capacity, events, ..

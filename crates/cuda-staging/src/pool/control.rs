@@ -102,8 +102,8 @@ pub struct PoolStats {
     pub threads: usize,
     /// Helper threads started so far ([`pool_threads_started`]).
     pub threads_started: usize,
-    /// Helper threads not parked right now: spinning on a copy, lingering after one
-    /// (`tuning::LINGER`, 50 µs), or woken early for a pipelined download.
+    /// Helper threads not waiting for work right now: copying, or woken and on
+    /// their way to a copy.
     pub threads_awake: usize,
     /// Times a helper was woken from parking.
     pub wakes: u64,
@@ -111,7 +111,7 @@ pub struct PoolStats {
     /// more; the caller copies the rest).
     pub parts_copied: u64,
     /// CPU time the helper threads have used, all together, as each last read its
-    /// clock (when it parked, and every millisecond while it spins); `None` where
+    /// clock (each time it went back to waiting); `None` where
     /// the platform has no per-thread CPU clock (it is read on unix).
     pub cpu_time: Option<Duration>,
 }

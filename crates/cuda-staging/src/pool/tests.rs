@@ -2,7 +2,7 @@
 //! there is nothing to do.
 
 use super::*;
-use crate::tuning;
+use std::time::{Duration, Instant};
 
 /// Pool tests run one at a time: each starts spinning threads, and the wake-up
 /// tests below count what other pools would disturb (CI machines have two cores).
@@ -12,14 +12,13 @@ pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A copy over up to `threads` threads, `helpers` of them the pool's, which
-/// linger the default time after it.
+/// A copy over up to `threads` threads, `helpers` of them the pool's.
 fn share(threads: usize, helpers: usize) -> Share {
     Share {
         threads,
         helpers,
-        linger_ns: tuning::LINGER.as_nanos() as u64,
-        parts_per_thread: tuning::PARTS_PER_THREAD,
+        linger: true,
+        hot: false,
     }
 }
 
@@ -65,16 +64,10 @@ fn eventually(what: &str, f: impl Fn() -> bool) {
     }
 }
 
-/// Every worker parked with an empty mailbox. A worker unparked for a copy may not
-/// have run yet when another one parks again (its `awake` count comes back only
-/// when it runs), so both are asked: none awake, none holding mail. A worker parked
-/// on an offer it never took would keep this from happening.
+/// Every worker waiting, and no helper wanted (a place nobody took would keep this
+/// from happening).
 fn all_parked(pool: &Pool) -> bool {
-    pool.awake() == 0 && pool.workers.iter().all(|w| w.mailbox.take().is_none())
-}
-
-fn wakes(pool: &Pool) -> u64 {
-    pool.stats().wakes
+    pool.awake() == 0 && pool.pending.load(Ordering::SeqCst) == 0
 }
 
 #[test]
@@ -168,8 +161,8 @@ fn a_copy_wakes_only_as_many_parked_workers_as_it_may_and_they_help() {
         assert_eq!(after.wakes, before.wakes);
         assert_eq!(after.parts_copied, before.parts_copied, "nobody helped");
 
-        // Waking one: exactly one worker comes back from parking for it, and it
-        // parks again once its linger is over. The copy is long enough (a 64 MiB
+        // Waking one: exactly one worker comes back from waiting for it, and it
+        // waits again once the copy is done. The copy is long enough (a 64 MiB
         // one, about 5 ms) that the woken worker arrives while parts are left.
         let big: Vec<u8> = (0..(64usize << 20)).map(|i| (i * 11) as u8).collect();
         let mut out = vec![0u8; big.len()];
@@ -186,7 +179,7 @@ fn a_copy_wakes_only_as_many_parked_workers_as_it_may_and_they_help() {
 }
 
 #[test]
-fn an_idle_pool_parks_every_thread_after_its_linger() {
+fn an_idle_pool_parks_every_thread_once_the_copies_are_done() {
     with_pool(3, |pool| {
         // Work that keeps every worker busy, then nothing.
         let src: Vec<u8> = (0..(8usize << 20)).map(|i| (i * 3) as u8).collect();
@@ -205,7 +198,7 @@ fn an_idle_pool_parks_every_thread_after_its_linger() {
         {
             // And by the kernel's: each worker thread is asleep (state `S`), not
             // running. Only this pool's threads exist here, one test at a time.
-            // (A worker counts itself parked just before it calls into the kernel,
+            // (A worker counts itself waiting just before it calls into the kernel,
             // so the kernel may still show it running for a moment.)
             assert_eq!(worker_states().len(), 3, "{:?}", worker_states());
             eventually("every worker thread asleep in the kernel", || {
@@ -216,7 +209,7 @@ fn an_idle_pool_parks_every_thread_after_its_linger() {
         if let (Some(a), Some(b)) = (busy.cpu_time, parked.cpu_time) {
             assert!(b >= a);
             assert!(b > Duration::ZERO, "20 shared 8 MiB copies counted no CPU");
-            // Each worker reads its clock when it parks, so a later look that
+            // Each worker reads its clock when it waits, so a later look that
             // finds them all still parked reads the same sum.
             std::thread::sleep(Duration::from_millis(20));
             if all_parked(pool) {
@@ -248,24 +241,6 @@ fn worker_states() -> Vec<(u32, char)> {
 }
 
 #[test]
-fn heat_wakes_parked_workers_ahead_of_work_and_they_park_after_it() {
-    with_pool(3, |pool| {
-        eventually("all parked", || all_parked(pool));
-        let before = wakes(pool);
-        pool.heat(2, pool.deadline_in(Duration::from_millis(30)));
-        eventually("two workers woke", || wakes(pool) == before + 2);
-        assert_eq!(pool.stats().threads_awake, 2, "the third stays parked");
-        // Heating the same number again (awake ones first) wakes nobody new.
-        pool.heat(2, pool.deadline_in(Duration::from_millis(30)));
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(wakes(pool), before + 2);
-        eventually("the heated workers park once the deadline passed", || {
-            all_parked(pool)
-        });
-    });
-}
-
-#[test]
 fn a_pool_of_size_zero_copies_on_the_callers_thread() {
     let _one_at_a_time = serial();
     let pool = Pool::new(4, 0);
@@ -281,123 +256,46 @@ fn a_pool_of_size_zero_copies_on_the_callers_thread() {
 #[test]
 fn parts_are_small_enough_for_late_helpers_and_never_too_many() {
     // About four parts per thread, whole pages, at least 16 KiB.
-    assert_eq!(part_bytes(1 << 20, 4, 4, false), 64 << 10);
-    assert_eq!(part_bytes(150_528, 4, 4, false), 16 << 10);
+    assert_eq!(part_bytes(1 << 20, 4, PARTS_PER_THREAD), 64 << 10);
+    assert_eq!(part_bytes(150_528, 4, PARTS_PER_THREAD), 16 << 10);
     assert_eq!(
-        part_bytes(4096, 4, 4, false),
+        part_bytes(4096, 4, PARTS_PER_THREAD),
         4096,
         "a copy smaller than a part"
     );
-    assert_eq!(part_bytes(100, 4, 4, false), 4096);
-    // Gated copies fit the gate's bits; any copy fits a job's part count.
-    let gated = part_bytes(512 << 10, 16, 4, true);
-    assert!((512usize << 10).div_ceil(gated) <= gate::MAX_GATED_PARTS);
-    let huge = part_bytes(1 << 40, MAX_JOBS, usize::MAX, false);
+    assert_eq!(part_bytes(100, 4, PARTS_PER_THREAD), 4096);
+    // Back to back, one part per thread.
+    assert_eq!(part_bytes(1 << 20, 4, 1), 256 << 10);
+    // Any copy fits a job's part count.
+    let huge = part_bytes(1 << 40, usize::MAX, usize::MAX);
     assert!((1usize << 40).div_ceil(huge) <= MAX_PARTS);
     for len in [1usize, 4095, 65_537, 300_001, 4_915_200] {
-        let per = part_bytes(len, 3, 4, false);
+        let per = part_bytes(len, 3, PARTS_PER_THREAD);
         assert_eq!(per % PART_ALIGN, 0);
-        assert!(len.div_ceil(per) <= 3 * 4, "{len}: {per}");
-    }
-}
-
-/// [`Pool::copy_after`] of `src` into `dst` (equal lengths), `landed` first.
-fn copy_after_slices<E>(
-    pool: &Pool,
-    dst: &mut [u8],
-    src: *const u8,
-    len: usize,
-    landed: impl FnOnce() -> Result<(), E>,
-) -> Result<(), E> {
-    assert_eq!(dst.len(), len);
-    // SAFETY: `dst` holds `len` bytes and is borrowed until the pool returns; the
-    // callers' `src` is readable for `len` bytes once `landed` returned and written
-    // only inside `landed`.
-    unsafe {
-        pool.copy_after(
-            dst.as_mut_ptr(),
-            src,
-            len,
-            CopyKind::Plain,
-            share(4, 3),
-            landed,
-        )
+        assert!(len.div_ceil(per) <= 3 * PARTS_PER_THREAD, "{len}: {per}");
     }
 }
 
 #[test]
-fn a_gated_copy_reads_its_source_only_after_landed_returns() {
-    with_pool(3, |pool| {
-        // Waits shorter than the helpers' spin at the gate, and longer (then they
-        // hand their parts back and the publisher copies them).
-        for (round, wait_us) in [50u64, 1000, 0, 50, 1000, 0].into_iter().enumerate() {
-            let len = [64usize << 10, 300_001, 1 << 20][round % 3];
-            // The source is written only inside `landed`, as a DMA fills the window
-            // before the wait returns: a helper that read it earlier would copy zeros.
-            let mut src = vec![0u8; len];
-            let src_ptr = src.as_mut_ptr();
-            let mut dst = vec![0xAAu8; len];
-            let r: Result<(), ()> = copy_after_slices(pool, &mut dst, src_ptr, len, || {
-                if wait_us > 0 {
-                    // A helper took a part before the source landed, so the
-                    // check below means something.
-                    eventually("a helper claimed a part before landed returned", || {
-                        pool.jobs.iter().any(|j| j.claimed() > 0)
-                    });
-                    std::thread::sleep(Duration::from_micros(wait_us));
-                }
-                // SAFETY: `src` is alive and no one reads it before this returns.
-                let s = unsafe { std::slice::from_raw_parts_mut(src_ptr, len) };
-                for (i, b) in s.iter_mut().enumerate() {
-                    *b = (i * 7 + round) as u8 | 1;
-                }
-                Ok(())
-            });
-            assert_eq!(r, Ok(()));
-            assert!(
-                dst.iter()
-                    .enumerate()
-                    .all(|(i, &b)| b == (i * 7 + round) as u8 | 1),
-                "round {round}, {len} B, landed after {wait_us} µs: a byte was copied \
-                 before the source landed, or not at all"
-            );
-            drop(src);
-        }
-    });
-}
-
-#[test]
-fn a_failed_or_panicking_wait_copies_nothing_and_frees_the_slot() {
-    with_pool(3, |pool| {
-        let len = 256usize << 10;
-        let src = vec![0x55u8; len];
-        let mut dst = vec![0xAAu8; len];
-        let r = copy_after_slices(pool, &mut dst, src.as_ptr(), len, || Err("no DMA"));
-        assert_eq!(r, Err("no DMA"));
-        assert!(dst.iter().all(|&b| b == 0xAA), "a cancelled copy wrote");
-
-        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _ = copy_after_slices::<()>(pool, &mut dst, src.as_ptr(), len, || {
-                panic!("the wait panicked")
-            });
-        }));
-        assert!(panicked.is_err());
-        assert!(
-            dst.iter().all(|&b| b == 0xAA),
-            "a copy whose wait panicked wrote"
+fn places_nobody_took_are_taken_back() {
+    // A pool whose one worker is never started: a place can only be taken back.
+    let _one_at_a_time = serial();
+    let pool = Pool::new(1, 1);
+    pool.started.store(1, Ordering::Release);
+    let src: Vec<u8> = (0..(1usize << 20)).map(|i| (i * 19) as u8).collect();
+    for _ in 0..3 * MAX_JOBS {
+        let mut dst = vec![0u8; src.len()];
+        copy_slices(&pool, &mut dst, &src, CopyKind::Plain, 4, 1);
+        assert_eq!(dst, src);
+        assert_eq!(
+            pool.pending.load(Ordering::SeqCst),
+            0,
+            "a place was left wanted"
         );
-
-        // Every slot came back: as many gated copies as there are slots, and more,
-        // still all go through the pool and land.
-        for _ in 0..2 * MAX_JOBS {
-            let mut out = vec![0u8; len];
-            let r: Result<(), ()> = copy_after_slices(pool, &mut out, src.as_ptr(), len, || Ok(()));
-            assert_eq!(r, Ok(()));
-            assert_eq!(out, src);
-        }
-        assert!(
-            (0..MAX_JOBS).all(|j| pool.jobs[j].try_acquire()),
-            "a job slot was left taken"
-        );
-    });
+        assert!(pool.wanted.iter().all(|w| w.0.load(Ordering::SeqCst) == 0));
+    }
+    assert!(
+        (0..MAX_JOBS).all(|j| pool.jobs[j].try_acquire()),
+        "a job slot was left taken"
+    );
 }

@@ -51,9 +51,8 @@
 //! (which the DMA reads at full speed), is split over the process-wide copy pool's
 //! helper threads, and for large transfers is cut into chunks whose copies overlap
 //! the DMA of the others (through a pinned window of at most
-//! [`PIPELINE_WINDOW_BYTES`]). [`StagingBuffer::calibrate`] measures both paths on
-//! your machine and sets the thresholds; [`StagingBuffer::set_auto_stage_max_bytes`]
-//! sets one fixed upper threshold instead. Every knob of a buffer is a field of one
+//! [`PIPELINE_WINDOW_BYTES`]). [`StagingBuffer::set_auto_stage_max_bytes`] sets one
+//! fixed upper threshold instead. Every knob of a buffer is a field of one
 //! value, [`StagingConfig`], read by [`StagingBuffer::config`] and set by
 //! [`StagingBuffer::set_config`] or [`StagingBuffer::with_config`]; its
 //! [`Default`] holds the measured choices.
@@ -85,8 +84,7 @@
 //! | `elapsed_us` | the call's time in µs, to a tenth: from after its input checks to its return |
 //! | `failed` | `true` when the call returned an error (or `fill` failed or panicked) |
 //!
-//! A transfer of zero bytes, or one its input checks refuse, makes no span;
-//! [`StagingBuffer::calibrate`]'s measuring transfers make theirs. With
+//! A transfer of zero bytes, or one its input checks refuse, makes no span. With
 //! tracing-subscriber's fmt layer and `FmtSpan::CLOSE`, each transfer prints one
 //! line as it ends (times illustrative):
 //!
@@ -325,7 +323,6 @@ mod budget;
 mod buffer;
 mod buffer_2d;
 mod burst;
-mod calibration;
 mod capacity;
 mod config;
 mod copy;
@@ -353,7 +350,6 @@ mod waiting;
 pub use batch::{DownloadBatch, Landed, Part, UploadBatch, MAX_BATCH_PARTS};
 pub use budget::{pinned_bytes, pinned_limit, set_pinned_limit, PINNED_LIMIT_ENV};
 pub use buffer::StagingBuffer;
-pub use calibration::{Calibration, CalibrationSample};
 pub use config::StagingConfig;
 pub use config::DEFAULT_STAGE_MIN_BYTES;
 pub use config::{default_copy_threads, DEFAULT_COPY_THREADS, MAX_COPY_THREADS};
@@ -392,8 +388,7 @@ pub use stores::copy_for_dma;
 /// driver's pageable path. [`StagingBuffer::new`] does not start with it: with the
 /// multi-threaded, streaming, pipelined host copy the staged path is faster than the
 /// driver's from 32 KiB up to the largest size measured on our H200, so the default
-/// upper bound is `usize::MAX` (with [`DEFAULT_STAGE_MIN_BYTES`] below), and
-/// [`StagingBuffer::calibrate`] adjusts both per machine.
+/// upper bound is `usize::MAX` (with [`DEFAULT_STAGE_MIN_BYTES`] below).
 pub const DEFAULT_AUTO_STAGE_MAX_BYTES: usize = 512 * 1024;
 
 /// Types for which every bit pattern is a valid value, so they can be staged

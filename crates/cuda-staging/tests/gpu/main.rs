@@ -1,7 +1,6 @@
 //! GPU tests of `StagingBuffer`: data integrity on every route and at every chunk
 //! boundary, stream ordering on both sides of the routing threshold, prefixes,
-//! page-locked routing, reuse and growth, bad input, panics in `fill`, calibration
-//! and threads.
+//! page-locked routing, reuse and growth, bad input, panics in `fill` and threads.
 //!
 //! Every test is `#[ignore]`d so that `cargo test` passes without a GPU; run them
 //! with `cargo xtask test-gpu` (or `cargo test -p cuda-staging --test gpu --
@@ -18,8 +17,8 @@
 //! `prefixes.rs`, `page_locked.rs` (DMA straight from and into page-locked memory),
 //! `growth.rs` (reuse and growth), `bad_input.rs` (bad input, zero elements, a
 //! failed reserve, a panic in `fill`, views), `views.rs` (transfers into and out of
-//! part of a device buffer), `try_fill.rs` (`try_upload_with`), `calibration.rs`
-//! and `threads.rs`. The
+//! part of a device buffer), `try_fill.rs` (`try_upload_with`) and
+//! `threads.rs`. The
 //! helpers they share are below and in `tests/common`.
 //!
 //! The driver-error test (an invalid device pointer) lives in its own binary,
@@ -31,7 +30,6 @@
 mod common;
 
 mod bad_input;
-mod calibration;
 mod growth;
 mod integrity;
 mod ordering;

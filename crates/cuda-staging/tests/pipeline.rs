@@ -341,15 +341,12 @@ fn back_to_back_every_chunk_boundary_64_kib_chunks() {
     run(Setup::Chunks64K, Gap::BackToBack);
 }
 
-/// A download in one piece publishes its copy-out before it waits for the DMA, and
-/// the helpers that claim parts wait at the job's gate until the DMA has landed.
-/// Queued behind about a millisecond of other work (past the gate's 100 µs of
-/// spinning, so helpers hand their parts back to the caller too), each download
-/// must still copy what the device held when its DMA ran, never the window's bytes
-/// from the round before.
-/// On even rounds five downloads back to back come just before it, so that it
-/// counts as one of a tight loop and enlists the helpers that are still spinning;
-/// on odd rounds it follows the round before alone.
+/// A download in one piece copies out only once its DMA has landed. Queued behind
+/// about a millisecond of other work, each download must still copy what the
+/// device held when its DMA ran, never the window's bytes from the round before.
+/// On even rounds five downloads back to back may come just before it, so that it
+/// may count as one of a tight loop and enlist the helpers that are still spinning;
+/// on odd rounds it follows the round before alone. Either way it is staged.
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn one_piece_downloads_behind_queued_work_copy_what_landed() {

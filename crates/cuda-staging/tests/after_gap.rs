@@ -131,10 +131,12 @@ fn an_upload_after_a_gap_goes_to_the_driver_and_a_tight_loop_lands_either_way() 
     assert_eq!(st.bytes_uploaded, 14 * FRAME as u64);
     assert_eq!(st.allocations, 1);
     // With the rule off, the same loop is staged throughout.
-    staging.set_config(StagingConfig {
-        driver_after_gap: false,
-        ..staging.config()
-    });
+    staging
+        .set_config(StagingConfig {
+            driver_after_gap: false,
+            ..staging.config()
+        })
+        .expect("set_config");
     assert_eq!(tight_loop(&mut staging, &mut run), (10, 0));
     assert_eq!(staging.stats().allocations, 1);
 }
@@ -223,10 +225,12 @@ fn a_frames_later_transfers_are_paced_too_and_a_tight_loop_lands_either_way() {
     assert_eq!(staged + direct, 8, "every download counted once");
     assert!(direct >= 1, "the first follows the gap: the driver's path");
     // With the rule off, the same loop is staged throughout.
-    staging.set_config(StagingConfig {
-        driver_after_gap: false,
-        ..staging.config()
-    });
+    staging
+        .set_config(StagingConfig {
+            driver_after_gap: false,
+            ..staging.config()
+        })
+        .expect("set_config");
     assert_eq!(tight_loop(&mut staging, &mut run), (8, 0));
 }
 

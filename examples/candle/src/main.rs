@@ -15,9 +15,6 @@
 //!   the model, `to_vec1` (candle's own pageable copies);
 //! - **StagingBuffer, fill**: `upload_with` writes the pixels straight into pinned
 //!   memory and uploads them; the output comes back by `download_into`;
-//! - **StagingBuffer, fill, spinning waits**: the same with `WaitPolicy::Spin`, the
-//!   wait candle's own copies make (the driver spins in them), where the default
-//!   polls for 50 µs and then sleeps between polls;
 //! - **StagingBuffer, from a Vec**: the pixels written into a `Vec`, then `upload`;
 //! - **StagingRing, fill**: `upload_with` writes frame k into a ring slot and
 //!   queues it, the model and the output's download, then waits for frame k-1's
@@ -50,10 +47,7 @@ use std::time::{Duration, Instant};
 
 use candle_core::{CpuStorage, CudaStorage, DType, Device, InplaceOp1, Layout, Storage, Tensor};
 use cuda_staging::cudarc::driver::CudaSlice;
-use cuda_staging::{
-    CudarcView, CudarcViewMut, StagingBuffer, StagingConfig, StagingRing, Stream, Ticket,
-    WaitPolicy,
-};
+use cuda_staging::{CudarcView, CudarcViewMut, StagingBuffer, StagingRing, Stream, Ticket};
 
 /// Frames per way and round before the timed ones.
 const WARMUP_FRAMES: usize = 20;
@@ -249,16 +243,14 @@ fn cpu_now() -> (Duration, Duration) {
 enum Way {
     Candle,
     BufferFill,
-    BufferFillSpin,
     BufferVec,
     RingFill,
     RingVec,
 }
 
-const WAYS: [Way; 6] = [
+const WAYS: [Way; 5] = [
     Way::Candle,
     Way::BufferFill,
-    Way::BufferFillSpin,
     Way::BufferVec,
     Way::RingFill,
     Way::RingVec,
@@ -269,7 +261,6 @@ impl Way {
         match self {
             Way::Candle => "candle: Vec -> Tensor::from_slice, to_vec1",
             Way::BufferFill => "StagingBuffer: upload_with fill, download_into",
-            Way::BufferFillSpin => "StagingBuffer: the same, WaitPolicy::Spin",
             Way::BufferVec => "StagingBuffer: upload from the Vec",
             Way::RingFill => "StagingRing: upload_with fill, 1 frame ahead",
             Way::RingVec => "StagingRing: upload from the Vec, 1 ahead",
@@ -353,8 +344,6 @@ fn cpu_since(
 /// The staging state every way but candle's keeps between frames.
 struct Staging {
     buffer: StagingBuffer,
-    /// The same, waiting as the driver's own copies do (`WaitPolicy::Spin`).
-    spinning: StagingBuffer,
     up: StagingRing,
     down: StagingRing,
 }
@@ -397,7 +386,7 @@ fn run_way(
         }
     };
     match way {
-        Way::Candle | Way::BufferFill | Way::BufferFillSpin | Way::BufferVec => {
+        Way::Candle | Way::BufferFill | Way::BufferVec => {
             for k in 0..total {
                 if k == WARMUP_FRAMES {
                     (t_start, cpu_start) = (Instant::now(), cpu_now());
@@ -414,14 +403,9 @@ fn run_way(
                     }
                     _ => {
                         let mut produced = Duration::ZERO;
-                        let buffer = if way == Way::BufferFillSpin {
-                            &mut st.spinning
-                        } else {
-                            &mut st.buffer
-                        };
                         gpu.write_into(&input, |dst, stream| {
                             if way != Way::BufferVec {
-                                buffer
+                                st.buffer
                                     .upload_with(dst, n, stream, |px| {
                                         let t = Instant::now();
                                         produce(k, side, px);
@@ -431,7 +415,7 @@ fn run_way(
                             } else {
                                 produce(k, side, &mut frame);
                                 produced = t0.elapsed();
-                                buffer
+                                st.buffer
                                     .upload(dst, &frame, stream)
                                     .map_err(cuda("upload"))
                             }
@@ -441,7 +425,7 @@ fn run_way(
                         let t2 = Instant::now();
                         let out = gpu.with_output(&y, |src, stream| {
                             to_output(
-                                buffer
+                                st.buffer
                                     .download_into(src, OUTPUTS, stream)
                                     .map_err(cuda("download_into"))?,
                             )
@@ -793,11 +777,6 @@ fn run() -> Res<()> {
     );
     let mut st = Staging {
         buffer: StagingBuffer::new(),
-        spinning: StagingBuffer::with_config(StagingConfig {
-            wait_policy: WaitPolicy::Spin,
-            ..StagingConfig::default()
-        })
-        .map_err(|e| format!("StagingBuffer::with_config: {e}"))?,
         up: StagingRing::new(),
         down: StagingRing::new(),
     };

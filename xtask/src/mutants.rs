@@ -44,6 +44,8 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-core/src/device_buffer.rs",
     "crates/cuda-staging/src/buffer.rs",
     "crates/cuda-staging/src/buffer/transfer.rs",
+    "crates/cuda-staging/src/pool.rs",
+    "crates/cuda-staging/src/job.rs",
     "crates/cuda-staging/src/routing.rs",
     "crates/cuda-staging/src/page_lock.rs",
     "crates/cuda-staging/src/waiting.rs",

@@ -274,12 +274,6 @@ impl<'a> UploadBatch<'a> {
             });
         }
         let bytes = std::mem::size_of_val(src);
-        if self.dsts.is_full() {
-            return Err(Error::InvalidArgument {
-                op,
-                reason: format!("a batch holds at most {MAX_BATCH} parts"),
-            });
-        }
         let view = DeviceViewMut::of(dst)
             .into_bytes()
             .into_slice_mut(..bytes)?;

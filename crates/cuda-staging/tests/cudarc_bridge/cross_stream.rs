@@ -17,7 +17,7 @@ const N: usize = 4_915_200 / 4;
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn our_upload_on_one_cudarc_stream_is_seen_by_cudarc_on_another() {
     let g = gpu();
-    let b = g.ctx.new_stream().expect("a second cudarc stream");
+    let b = new_stream(&g.ctx).expect("a second cudarc stream");
     let mut busy = CudarcBusy::new(&g.cu);
     let mut ring = StagingRing::new();
     let mut staging = staged_buffer();
@@ -60,7 +60,7 @@ fn our_upload_on_one_cudarc_stream_is_seen_by_cudarc_on_another() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_cudarc_write_on_another_stream_is_seen_by_our_download() {
     let g = gpu();
-    let b = g.ctx.new_stream().expect("a second cudarc stream");
+    let b = new_stream(&g.ctx).expect("a second cudarc stream");
     let mut busy_b = CudarcBusy::new(&b);
     let mut ring = StagingRing::new();
     let mut staging = staged_buffer();
@@ -107,7 +107,7 @@ enum Leave {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_slice_dropped_while_our_download_from_it_is_queued_is_freed_after_it() {
     let g = gpu();
-    let b = g.ctx.new_stream().expect("a second cudarc stream");
+    let b = new_stream(&g.ctx).expect("a second cudarc stream");
     let mut busy = CudarcBusy::new(&g.cu);
     let mut ring = StagingRing::new();
     warm_ring(&mut ring, &g, N * 4);
@@ -146,7 +146,7 @@ fn a_slice_dropped_while_our_download_from_it_is_queued_is_freed_after_it() {
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_slice_dropped_while_our_upload_into_it_is_queued_is_freed_after_it() {
     let g = gpu();
-    let b = g.ctx.new_stream().expect("a second cudarc stream");
+    let b = new_stream(&g.ctx).expect("a second cudarc stream");
     let mut busy = CudarcBusy::new(&g.cu);
     let mut ring = StagingRing::new();
     warm_ring(&mut ring, &g, N * 4);

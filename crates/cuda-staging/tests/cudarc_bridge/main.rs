@@ -43,10 +43,10 @@ mod per_thread;
 mod refusals;
 mod soundness;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use common::*;
-use cuda_staging::cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
+use cuda_staging::cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr, DriverError};
 use cuda_staging::{CudarcView, CudarcViewMut, Error, StagingBuffer, StagingRing, Stream};
 
 const KIB: usize = 1 << 10;
@@ -64,11 +64,29 @@ struct Gpu {
     stream: Stream,
 }
 
+/// Held by a test while it captures a stream, and around every cudarc `new_stream`
+/// here ([`new_stream`]): a `CudaContext`'s first `new_stream` synchronizes the whole
+/// context (`cuCtxSynchronize`), which the driver refuses while any stream of it is
+/// being captured (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`: seen once on the H200,
+/// a test's first stream made while `soundness.rs` captured on another thread).
+static CAPTURING: Mutex<()> = Mutex::new(());
+
+/// [`CAPTURING`], taken.
+fn capture_lock() -> MutexGuard<'static, ()> {
+    CAPTURING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `ctx.new_stream()`, never while a test of this binary captures a stream.
+fn new_stream(ctx: &Arc<CudaContext>) -> Result<Arc<CudaStream>, DriverError> {
+    let _no_capture = capture_lock();
+    ctx.new_stream()
+}
+
 /// Panics when there is no usable GPU: a GPU test never passes quietly without one.
 fn gpu() -> Gpu {
     let ctx = CudaContext::new(0)
         .expect("this test needs CUDA device 0 (run GPU tests with cargo xtask test-gpu)");
-    let cu = ctx.new_stream().expect("CudaContext::new_stream");
+    let cu = new_stream(&ctx).expect("CudaContext::new_stream");
     let stream = Stream::borrow_cudarc(&cu).expect("Stream::borrow_cudarc");
     Gpu { ctx, cu, stream }
 }

@@ -12,7 +12,7 @@ use cuda_staging::{
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_view_passed_with_another_stream_is_refused_before_anything_happens() {
     let g = gpu();
-    let other_cu = g.ctx.new_stream().expect("a second cudarc stream");
+    let other_cu = new_stream(&g.ctx).expect("a second cudarc stream");
     let ours = Stream::new(&Context::borrow_cudarc(&g.ctx)).expect("Stream::new");
     let n = 150_528 / 4;
     let s = seed();
@@ -134,7 +134,7 @@ fn memory_of_another_context_is_refused_and_works_with_a_stream_of_its_own() {
     // its memory.
     let ctx2 = CudaContext::new_non_primary(g.ctx.ordinal(), 0)
         .expect("a second (non-primary) context on device 0");
-    let cu2 = ctx2.new_stream().expect("a stream of the second context");
+    let cu2 = new_stream(&ctx2).expect("a stream of the second context");
     let n = 4 * KIB;
     let s = seed();
     let mut d2: CudaSlice<f32> = slice_with(&cu2, n, s);

@@ -79,7 +79,7 @@ fn cudarc_per_thread_default_and_new_streams_are_all_borrowed() {
         .expect("the per-thread stream is taken (bound to this thread)");
     per_thread.synchronize().expect("and usable on this thread");
     Stream::borrow_cudarc(&c0.default_stream()).expect("the default stream is taken");
-    let cu = c0.new_stream().expect("new_stream");
+    let cu = new_stream(&c0).expect("new_stream");
     Stream::borrow_cudarc(&cu).expect("a new stream is taken");
 }
 
@@ -124,6 +124,7 @@ fn nothing_is_queued_on_a_capturing_cudarc_stream() {
     let mut ring = StagingRing::new();
     let mut event = Event::new(&ctx).expect("Event::new");
     let up = pattern::<u32>(N, seed());
+    let capturing = capture_lock();
     begin_capture(&g.cu);
     expect_capturing("Stream::memcpy_dtoh", g.stream.memcpy_dtoh(&src, &mut host));
     expect_capturing(
@@ -141,6 +142,7 @@ fn nothing_is_queued_on_a_capturing_cudarc_stream() {
     );
     expect_capturing("StagingRing::download", ring.download(&src, N, &g.stream));
     end_capture_and_launch(&g.cu);
+    drop(capturing);
     // Nothing was captured into the graph: the pinned memory still holds the
     // sentinels after the launch, and is free to read, write and drop.
     check_all_eq("pinned memory after the launch", &host, SENTINEL);
@@ -163,6 +165,7 @@ fn a_copy_queued_before_a_capture_is_not_counted_over_while_the_capture_runs() {
     let mut host = sentinels(&ctx);
     keep_busy(&mut busy, &g.stream);
     g.stream.memcpy_dtoh(&src, &mut host).expect("memcpy_dtoh");
+    let capturing = capture_lock();
     begin_capture(&g.cu);
     // The stream cannot be waited for while it is captured. Each look either fails
     // (the copy's end cannot be seen), or, if the driver let the context be waited
@@ -185,6 +188,7 @@ fn a_copy_queued_before_a_capture_is_not_counted_over_while_the_capture_runs() {
         }
     }
     end_capture_and_launch(&g.cu);
+    drop(capturing);
     check("the copy queued before the capture, after it", &host, s);
     assert!(host.is_idle());
 }

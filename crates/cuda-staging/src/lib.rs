@@ -11,14 +11,14 @@
 //!
 //! Times are medians on an NVIDIA H200 (PCIe Gen5) for a 112x112x3 f32 tensor
 //! (150528 B), back to back, from the table at the end; the driver's own pageable
-//! copy (`cuMemcpyHtoD` / `DtoH` from a `Vec`) takes 19.2 µs up and 22.7 µs down.
+//! copy (`cuMemcpyHtoD` / `DtoH` from a `Vec`) takes 19.3 µs up and 20.9 µs down.
 //!
 //! | your data | call | what it costs |
 //! |---|---|---|
-//! | is in a `Vec` or slice you already hold | [`StagingBuffer::upload`] / [`StagingBuffer::download`] | a host copy into or out of pinned memory plus the DMA: 16.4 µs up, 17.6 µs down. Never slower than the driver's own copy: each transfer takes the faster route (see below) |
-//! | can be written straight into pinned memory (you decode or preprocess it, or read results in place) | [`StagingBuffer::upload_with`] / [`StagingBuffer::download_into`] | the DMA alone: 10.9 µs up, 10.5 µs down, and the least CPU of any path (only the calling thread runs) |
-//! | flows through a pipeline: frame k+1 is prepared while frame k is on the GPU | [`StagingRing`] | returns once the transfer is queued; a [`Ticket`] waits for a download. K pinned slots. An inference-shaped pipeline ran 1.85 times the frames per second of the synchronous buffer |
-//! | is several outputs (or inputs) per frame | [`DownloadBatch`] / [`UploadBatch`] | one pinned region and one wait for all parts: a model's four outputs (4096, 16384, 65536 and 150528 B) took 14.9 µs batched, against 35.4 µs one call each |
+//! | is in a `Vec` or slice you already hold | [`StagingBuffer::upload`] / [`StagingBuffer::download`] | a host copy into or out of pinned memory plus the DMA: 15.6 µs up, 17.0 µs down. Never slower than the driver's own copy: each transfer takes the faster route (see below) |
+//! | can be written straight into pinned memory (you decode or preprocess it, or read results in place) | [`StagingBuffer::upload_with`] / [`StagingBuffer::download_into`] | the DMA alone: 10.7 µs up, 9.5 µs down, and the least CPU of any path (only the calling thread runs) |
+//! | flows through a pipeline: frame k+1 is prepared while frame k is on the GPU | [`StagingRing`] | returns once the transfer is queued; a [`Ticket`] waits for a download. K pinned slots. An inference-shaped pipeline ran 1.75 times the frames per second of the synchronous buffer |
+//! | is several outputs (or inputs) per frame | [`DownloadBatch`] / [`UploadBatch`] | one pinned region and one wait for all parts: a model's four outputs (4096, 16384, 65536 and 150528 B) took 12.5 µs batched, against 31.2 µs one call each |
 //! | is produced by code that can fail (a decoder meeting a corrupt frame) | [`StagingBuffer::try_upload_with`] / [`StagingRing::try_upload_with`] | as `upload_with`; an `Err` from your `fill` queues nothing and comes back as your own error ([`FillError::Fill`]) |
 //! | goes into, or comes from, part of a device buffer (slot `i` of a `[N, 3, H, W]` batch tensor) | any call above, given a view: `&mut buf.slice_mut(a..b)?` / `&buf.slice(a..b)?` | the same as for a whole buffer: a view is an address and a length, checked when it is made |
 //! | lives in cudarc's `CudaSlice`s, on cudarc's streams (feature `cudarc`) | any call above, given `&mut CudarcViewMut::new(&mut slice, &stream)?` / `&CudarcView::new(&slice, &stream)?`, with `stream = Stream::borrow_cudarc(&cu_stream)?` | the same calls and guarantees; cudarc's events are waited for and recorded as its own copies do (`cudarc_bridge`'s docs), at cudarc's cost of one or two event waits per view and one event record per queued copy |
@@ -129,23 +129,24 @@
 //! CPU per frame, all threads, measured on the 16-core H200 host in the bench run of
 //! the table at the end (the full tables, with p50 and p99 beside each figure, are
 //! in the workspace's `docs/measurements.md`):
-//! - `upload_with` / `download_into` spend 1.04-1.30 times their own median latency
+//! - `upload_with` / `download_into` spend 0.93-1.24 times their own median latency
 //!   in CPU (a mean over a median: the tail counts): only the calling thread runs.
 //! - `upload` / `download` in frame loops (a 2 or 16 ms sleep, or 2 ms of computing,
-//!   before each transfer) spend at most 1.53-1.67 times the CPU of the driver's
-//!   pageable copy, the most for uploads of 1 to 16 MiB, which run 1.80-2.73 times
-//!   faster than it from 4 MiB (1.15-1.16 at 1 MiB after 2 ms gaps). Downloads over
-//!   512 KiB and uploads the caller would copy alone take the driver's path after a
-//!   gap: its speed (0.90-1.09 times, within the run's noise) at its CPU (0.90-1.11
-//!   times). Back to back: at most 1.68 times the driver's CPU, for 1.25-3.01 times
-//!   its speed.
-//! - Beside a thread computing on every other core: at most 1.09 times the driver's
-//!   CPU at 0.92-1.15 times its speed, and the neighbours keep at least 0.966 of
-//!   their throughput (0.970 beside the driver's own copy).
+//!   before each transfer) spend at most 1.59-1.68 times the CPU of the driver's
+//!   pageable copy, the most for uploads of 1 to 16 MiB, which run 1.89-2.60 times
+//!   faster than it from 4 MiB (at 1 MiB: 1.10 and 1.13 times after 2 ms gaps, 0.89
+//!   after 16 ms sleeps). Downloads over 512 KiB and uploads the caller would copy
+//!   alone take the driver's path after a gap: its speed (0.94-1.01 times, within
+//!   the run's noise) at its CPU (0.96-1.07 times). Back to back: at most 1.93 times
+//!   the driver's CPU, for 1.19-2.41 times its speed.
+//! - Beside a thread computing on every other core: 0.68-1.44 times the driver's
+//!   speed (the slowest an upload of 150528 B) at up to 1.45 times its CPU, and the
+//!   neighbours keep at least 0.974 of their throughput (0.968 beside the driver's
+//!   own copy).
 //! - For the lowest latency, write into or read from the pinned memory itself
 //!   ([`StagingBuffer::upload_with`], [`StagingBuffer::download_into`]): only the
-//!   DMA moves the data, at 1.3-8.0 times the driver's speed after a gap for
-//!   0.13-0.80 times its CPU. (A low-latency mode that kept the copy helpers
+//!   DMA moves the data, at 1.15-7.24 times the driver's speed after a gap for
+//!   0.14-0.88 times its CPU. (A low-latency mode that kept the copy helpers
 //!   spinning between transfers was removed: on the H200 host at 46e199f it reached
 //!   1.12-2.21 times `upload` / `download`'s speed after 2 ms gaps, but at 2.4-204
 //!   times their CPU in every cell where it gained 15% or more.)

@@ -129,6 +129,15 @@ struct WorkerStats {
     cpu_ns: AtomicU64,
 }
 
+impl WorkerStats {
+    /// Stores the calling worker's CPU time (where the platform has the clock).
+    fn record_cpu(&self) {
+        if let Some(ns) = thread_cpu_ns() {
+            self.cpu_ns.store(ns, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Helpers a job slot's publisher still wants, taken one by one by workers.
 #[derive(Default)]
 #[repr(align(128))]
@@ -409,17 +418,13 @@ impl Pool {
             loop {
                 if *stopping {
                     drop(stopping);
-                    if let Some(ns) = thread_cpu_ns() {
-                        me.cpu_ns.store(ns, Ordering::Relaxed);
-                    }
+                    me.record_cpu();
                     return;
                 }
                 if self.pending.load(Ordering::SeqCst) > 0 {
                     break;
                 }
-                if let Some(ns) = thread_cpu_ns() {
-                    me.cpu_ns.store(ns, Ordering::Relaxed);
-                }
+                me.record_cpu();
                 self.awake.fetch_sub(1, Ordering::Relaxed);
                 stopping = self
                     .offered

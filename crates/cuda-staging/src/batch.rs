@@ -32,17 +32,21 @@
 //! the plain copy. The batch call itself cannot be captured into a graph (the driver
 //! answers 900, `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`).
 
+use std::convert::Infallible;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrayvec::ArrayVec;
 use cuda_core::{
-    byte_len, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, Result, MAX_BATCH,
+    byte_len, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, PinnedBuffer, Result,
+    Stream, MAX_BATCH,
 };
 
 use crate::direction::Direction;
 use crate::elements::cast;
-use crate::trace::{SpanRoute, TransferSpan};
+use crate::fill::FillError;
+use crate::staged::{self, Move};
+use crate::stores::streams;
 use crate::StagingPod;
 
 /// The most parts one batch holds.
@@ -334,12 +338,10 @@ impl crate::StagingBuffer {
     pub fn download_batch(
         &mut self,
         batch: &DownloadBatch<'_>,
-        stream: &cuda_core::Stream,
+        stream: &Stream,
     ) -> Result<Landed<'_>> {
         let op = "download_batch";
-        for s in &batch.srcs {
-            stream.check_memory(op, &s.device_access(), "a part's device buffer")?;
-        }
+        batch.check(op, stream)?;
         let total = batch.layout.total;
         if total == 0 {
             return Ok(Landed {
@@ -347,37 +349,17 @@ impl crate::StagingBuffer {
                 batch: batch.id(),
             });
         }
-        // The parts' bytes, without the gaps between them in the region.
-        let moved: usize = batch.layout.lens.iter().sum();
-        let mut span = TransferSpan::start(op, Direction::DeviceToHost, moved);
-        span.route(SpanRoute::Batched);
-        span.parts(batch.len());
-        span.no_copy();
-        let r = self.in_transfer(|s| -> Result<()> {
-            s.grow(total, usize::MAX, stream.context())?;
-            let use_batch_api = s.config.batch_api && stream.has_batch_copies();
-            let pinned = s.capacity.buffer(total)?;
-            let wait = crate::waiting::for_transfer(s.config.wait_policy, total, stream);
-            let queued = if use_batch_api {
-                stream.memcpy_dtoh_batch(&batch.srcs, &batch.layout.offsets, pinned)
-            } else {
-                batch
-                    .srcs
-                    .iter()
-                    .zip(&batch.layout.offsets)
-                    .try_for_each(|(src, &off)| {
-                        stream.memcpy_dtoh(src, &mut pinned.slice_mut(off..off + src.len())?)
-                    })
-            };
-            queued.and_then(|()| stream.synchronize_with(wait))
-        });
-        r?;
-        self.stats.batched_transfers += 1;
-        self.stats.bytes_downloaded += moved as u64;
-        let bytes = &self.capacity.buffer(total)?.as_slice()?[..total];
-        span.succeeded();
+        let m = Move {
+            parts: &batch.layout.lens,
+            ..Move::new(op, Direction::DeviceToHost, total)
+        };
+        let batch_api = self.config.batch_api;
+        self.in_transfer(|s| {
+            staged::download(s, &m, stream, |p| batch.queue(stream, p, batch_api))
+        })?;
+        let landed = self.capacity.buffer(total)?.as_slice()?;
         Ok(Landed {
-            bytes,
+            bytes: landed.get(..total).ok_or_else(staged::too_small)?,
             batch: batch.id(),
         })
     }
@@ -385,11 +367,7 @@ impl crate::StagingBuffer {
     /// Uploads every part of `batch`: copies each host slice into one pinned region,
     /// then sends them in stream order after work already queued on `stream`, with
     /// one wait. Errors as [`StagingBuffer::download_batch`](crate::StagingBuffer::download_batch).
-    pub fn upload_batch(
-        &mut self,
-        batch: &mut UploadBatch<'_>,
-        stream: &cuda_core::Stream,
-    ) -> Result<()> {
+    pub fn upload_batch(&mut self, batch: &mut UploadBatch<'_>, stream: &Stream) -> Result<()> {
         let op = "upload_batch";
         for d in &batch.dsts {
             stream.check_memory(op, &d.device_access(), "a part's device buffer")?;
@@ -398,47 +376,63 @@ impl crate::StagingBuffer {
         if total == 0 {
             return Ok(());
         }
-        // The parts' bytes, without the gaps between them in the region.
-        let copied: usize = batch.layout.lens.iter().sum();
-        let mut span = TransferSpan::start(op, Direction::HostToDevice, copied);
-        span.route(SpanRoute::Batched);
-        span.parts(batch.len());
-        let r = self.in_transfer(|s| -> Result<()> {
-            s.grow(total, usize::MAX, stream.context())?;
-            let use_batch_api = s.config.batch_api && stream.has_batch_copies();
-            let copier = s.copier(total, crate::Direction::HostToDevice);
-            span.copied_parts(copier, &batch.layout.lens);
-            let pinned = s.capacity.buffer(total)?;
-            {
-                let region = pinned.as_mut_slice()?;
-                for (src, &off) in batch.srcs.iter().zip(&batch.layout.offsets) {
-                    copier.copy(
-                        &mut region[off..off + src.len()],
-                        src,
-                        crate::stores::streams(src.len()),
-                    );
+        let batch_api = self.config.batch_api;
+        let UploadBatch { dsts, srcs, layout } = batch;
+        self.in_transfer(|s| {
+            let copier = s.copier(total, Direction::HostToDevice);
+            let m = Move {
+                parts: &layout.lens,
+                ..Move::new(op, Direction::HostToDevice, total).copied(copier)
+            };
+            let fill = |region: &mut [u8]| {
+                for (src, &off) in srcs.iter().zip(&layout.offsets) {
+                    copier.copy(&mut region[off..off + src.len()], src, streams(src.len()));
                 }
-            }
-            let wait = crate::waiting::for_transfer(s.config.wait_policy, total, stream);
-            let queued = if use_batch_api {
-                stream.memcpy_htod_batch(pinned, &batch.layout.offsets, &mut batch.dsts)
-            } else {
-                batch
-                    .dsts
-                    .iter_mut()
-                    .zip(&batch.layout.offsets)
+                Ok(())
+            };
+            staged::upload::<_, Infallible>(s, &m, stream, fill, |pinned| {
+                if batch_api {
+                    return stream.memcpy_htod_batch(pinned, &layout.offsets, dsts);
+                }
+                dsts.iter_mut()
+                    .zip(&layout.offsets)
                     .try_for_each(|(dst, &off)| {
                         let len = dst.len();
                         stream.memcpy_htod(&pinned.slice(off..off + len)?, dst)
                     })
-            };
-            queued.and_then(|()| stream.synchronize_with(wait))
-        });
-        r?;
-        self.stats.batched_transfers += 1;
-        self.stats.bytes_uploaded += copied as u64;
-        span.succeeded();
+            })
+            .map_err(FillError::infallible)
+        })?;
         Ok(())
+    }
+}
+
+impl DownloadBatch<'_> {
+    /// Refuses, naming `op`, a part whose memory `stream` cannot reach.
+    pub(crate) fn check(&self, op: &'static str, stream: &Stream) -> Result<()> {
+        for s in &self.srcs {
+            stream.check_memory(op, &s.device_access(), "a part's device buffer")?;
+        }
+        Ok(())
+    }
+
+    /// Queues every part's copy into its place in `pinned` on `stream`: as one
+    /// batch (`Stream::memcpy_dtoh_batch`) when `batch_api`, else one copy each.
+    pub(crate) fn queue(
+        &self,
+        stream: &Stream,
+        pinned: &mut PinnedBuffer<u8>,
+        batch_api: bool,
+    ) -> Result<()> {
+        if batch_api {
+            return stream.memcpy_dtoh_batch(&self.srcs, &self.layout.offsets, pinned);
+        }
+        self.srcs
+            .iter()
+            .zip(&self.layout.offsets)
+            .try_for_each(|(src, &off)| {
+                stream.memcpy_dtoh(src, &mut pinned.slice_mut(off..off + src.len())?)
+            })
     }
 }
 

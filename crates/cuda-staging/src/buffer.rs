@@ -5,7 +5,8 @@ use std::fmt;
 use std::time::Instant;
 
 use cuda_core::{
-    Context, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, Result, Stream,
+    Context, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, PinnedBuffer, Result,
+    Stream, WaitPolicy,
 };
 
 use crate::burst::Burst;
@@ -13,13 +14,14 @@ use crate::capacity::Capacity;
 use crate::config::StagingConfig;
 use crate::copy::Copier;
 use crate::direction::{Direction, PerDirection};
-use crate::elements::{cast, check_transfer, no_bytes, queue_filled_upload};
+use crate::elements::{cast, check_transfer, no_bytes};
 use crate::events::PipelineEvents;
 use crate::fill::FillError;
 use crate::page_lock::PageLocks;
 use crate::plan::MAX_SLOTS;
+use crate::staged::{self, Move, Region};
 use crate::stats::StagingStats;
-use crate::trace::{SpanRoute, TransferSpan};
+use crate::trace::SpanRoute;
 use crate::StagingPod;
 
 mod transfer;
@@ -210,27 +212,8 @@ impl StagingBuffer {
         if bytes == 0 {
             return fill(no_bytes(n)).map_err(FillError::Fill);
         }
-        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
-        span.route(SpanRoute::Staged);
-        span.no_copy();
-        let r = self.in_transfer(|s| -> std::result::Result<(), FillError<E>> {
-            s.grow(bytes, usize::MAX, stream.context())?;
-            let pinned = s.capacity.buffer(bytes)?;
-            let policy = s.config.wait_policy;
-            // How to wait is decided after the fill (which may take long) and before
-            // the DMA is queued: whether anything is queued ahead of it.
-            let mut wait = policy;
-            queue_filled_upload(pinned, bytes, dst, stream, |px: &mut [T]| {
-                fill(px)?;
-                wait = crate::waiting::for_transfer(policy, bytes, stream);
-                Ok::<(), E>(())
-            })
-            .and_then(|()| stream.synchronize_with(wait).map_err(FillError::Cuda))
-        });
-        r?;
-        self.stats.staged_transfers += 1;
-        self.stats.bytes_uploaded += bytes as u64;
-        span.succeeded();
+        let m = Move::new(op, Direction::HostToDevice, bytes);
+        self.in_transfer(|s| staged::upload_to(s, &m, dst, stream, fill))?;
         Ok(())
     }
 
@@ -250,25 +233,11 @@ impl StagingBuffer {
         if bytes == 0 {
             return Ok(no_bytes(n));
         }
-        let mut span = TransferSpan::start("download_into", Direction::DeviceToHost, bytes);
-        span.route(SpanRoute::Staged);
-        span.no_copy();
-        let r = self.in_transfer(|s| -> Result<()> {
-            s.grow(bytes, usize::MAX, stream.context())?;
-            let pinned = s.capacity.buffer(bytes)?;
-            let wait = crate::waiting::for_transfer(s.config.wait_policy, bytes, stream);
-            stream
-                .memcpy_dtoh(&DeviceView::of(src).into_bytes().subview(..bytes)?, pinned)
-                .and_then(|()| stream.synchronize_with(wait))
-        });
-        r?;
-        // Count only once the data is there, so an error leaves the counters alone.
-        self.stats.staged_transfers += 1;
-        self.stats.bytes_downloaded += bytes as u64;
+        let m = Move::new("download_into", Direction::DeviceToHost, bytes);
+        let src = DeviceView::of(src).into_bytes().subview(..bytes)?;
+        self.in_transfer(|s| staged::download(s, &m, stream, |p| stream.memcpy_dtoh(&src, p)))?;
         let landed = self.capacity.buffer(bytes)?.as_slice()?;
-        let r = cast::<T>(&landed[..bytes]);
-        span.outcome(&r);
-        r
+        cast::<T>(landed.get(..bytes).ok_or_else(staged::too_small)?)
     }
 
     /// Copies all of `src` into `dst[..src.len()]`, returning once it has landed.
@@ -429,6 +398,43 @@ impl StagingBuffer {
     /// [`crate::DEFAULT_AUTO_STAGE_MAX_BYTES`] is the seed's 512 KiB.
     pub fn set_auto_stage_max_bytes(&mut self, bytes: usize) {
         self.config.stage_max_bytes = PerDirection::both(bytes);
+    }
+}
+
+/// A buffer's transfers go through its one pinned region, grown as needed, and
+/// return once they have landed.
+impl Region for StagingBuffer {
+    type Turn = WaitPolicy;
+
+    fn route(batch: bool) -> SpanRoute {
+        if batch {
+            SpanRoute::Batched
+        } else {
+            SpanRoute::Staged
+        }
+    }
+
+    fn take(&mut self, bytes: usize, ctx: &Context) -> Result<(&mut PinnedBuffer<u8>, WaitPolicy)> {
+        self.grow(bytes, usize::MAX, ctx)?;
+        let policy = self.config.wait_policy;
+        Ok((self.capacity.buffer(bytes)?, policy))
+    }
+
+    fn before_dma(policy: WaitPolicy, bytes: usize, stream: &Stream) -> WaitPolicy {
+        crate::waiting::for_transfer(policy, bytes, stream)
+    }
+
+    fn end(&mut self, wait: WaitPolicy, stream: &Stream) -> Result<()> {
+        stream.synchronize_with(wait)
+    }
+
+    fn count(&mut self, direction: Direction, bytes: usize, batch: bool) {
+        if batch {
+            self.stats.batched_transfers += 1;
+        } else {
+            self.stats.staged_transfers += 1;
+        }
+        self.stats.add_bytes(direction, bytes);
     }
 }
 

@@ -3,13 +3,14 @@
 //! buffer) on the other, packed rows in pinned memory between, and one
 //! `cuMemcpy2DAsync` for the DMA.
 
-use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Layout2d, Result, Stream};
+use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Result, Stream, WaitPolicy};
 
 use crate::copy::Copier;
 use crate::direction::Direction;
 use crate::elements::{cast, cast_mut, no_bytes};
 use crate::region_2d::{device_rows, host_rows, region_len};
-use crate::routing::{Decision, Route};
+use crate::routing::Decision;
+use crate::staged::{self, Move};
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::{rows, StagingBuffer, StagingPod};
 
@@ -49,36 +50,21 @@ impl StagingBuffer {
         if bytes == 0 {
             return Ok(());
         }
-        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
-        let r = self
-            .in_transfer(|s| {
-                let decision = s.decide_rows(bytes, Direction::HostToDevice, host.is_contiguous());
-                let Decision::Staged(staged) = decision else {
-                    span.route(SpanRoute::Driver);
-                    span.no_copy();
-                    return crate::waiting::for_driver_copy(
-                        s.config.wait_policy,
-                        Direction::HostToDevice,
-                        bytes,
-                        stream,
-                    )
-                    .and_then(|wait| {
-                        stream.memcpy_2d_htod_sync_with(src, src_pitch_bytes, dst, wait)
-                    })
-                    .map(|()| Route::Driver);
-                };
-                let copier = Copier::shaped(staged.copy).last(true);
-                span.route(SpanRoute::Staged);
-                span.copied(copier, bytes);
-                let src: &[u8] = bytemuck::cast_slice(src);
-                s.queue_upload_2d(dst, &device, stream, |pinned| {
-                    rows::pack(pinned, src, &host, copier)
-                })
-                .map(|()| Route::Staged)
+        self.in_transfer(|s| {
+            let decision = s.decide_rows(bytes, Direction::HostToDevice, host.is_contiguous());
+            let Decision::Staged(staged) = decision else {
+                return s.driver_2d(op, Direction::HostToDevice, bytes, stream, |wait| {
+                    stream.memcpy_2d_htod_sync_with(src, src_pitch_bytes, dst, wait)
+                });
+            };
+            let copier = Copier::shaped(staged.copy).last(true);
+            let m = Move::new(op, Direction::HostToDevice, bytes).copied(copier);
+            let src: &[u8] = bytemuck::cast_slice(src);
+            staged::upload_rows(s, &m, dst, &device, stream, |pinned| {
+                rows::pack(pinned, src, &host, copier)
             })
-            .map(|route| self.count_2d(route, bytes, Direction::HostToDevice));
-        span.outcome(&r);
-        r
+            .map(drop)
+        })
     }
 
     /// Writes the rows of `dst` straight into pinned memory with `fill`, then copies
@@ -104,19 +90,14 @@ impl StagingBuffer {
             fill(no_bytes(region_len(op, dst.width(), device.height())?));
             return Ok(());
         }
-        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
-        span.route(SpanRoute::Staged);
-        span.no_copy();
-        let r = self
-            .in_transfer(|s| {
-                s.queue_upload_2d(dst, &device, stream, |pinned| {
-                    fill(cast_mut::<T>(pinned)?);
-                    Ok(())
-                })
+        let m = Move::new(op, Direction::HostToDevice, bytes);
+        self.in_transfer(|s| {
+            staged::upload_rows(s, &m, dst, &device, stream, |pinned| {
+                fill(cast_mut::<T>(pinned)?);
+                Ok(())
             })
-            .map(|()| self.count_2d(Route::Staged, bytes, Direction::HostToDevice));
-        span.outcome(&r);
-        r
+            .map(drop)
+        })
     }
 
     /// Copies the rows of `src`, a 2-D device region, into `dst`, whose rows start
@@ -143,35 +124,19 @@ impl StagingBuffer {
         if bytes == 0 {
             return Ok(());
         }
-        let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
-        let r = self
-            .in_transfer(|s| {
-                let decision = s.decide_rows(bytes, Direction::DeviceToHost, host.is_contiguous());
-                let Decision::Staged(staged) = decision else {
-                    span.route(SpanRoute::Driver);
-                    span.no_copy();
-                    return crate::waiting::for_driver_copy(
-                        s.config.wait_policy,
-                        Direction::DeviceToHost,
-                        bytes,
-                        stream,
-                    )
-                    .and_then(|wait| {
-                        stream.memcpy_2d_dtoh_sync_with(src, dst, dst_pitch_bytes, wait)
-                    })
-                    .map(|()| Route::Driver);
-                };
-                let copier = Copier::shaped(staged.copy).last(true);
-                span.route(SpanRoute::Staged);
-                span.copied(copier, bytes);
-                s.queue_download_2d(src, &device, stream)?;
-                let landed = s.landed_2d(bytes)?;
-                rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier)?;
-                Ok(Route::Staged)
-            })
-            .map(|route| self.count_2d(route, bytes, Direction::DeviceToHost));
-        span.outcome(&r);
-        r
+        self.in_transfer(|s| {
+            let decision = s.decide_rows(bytes, Direction::DeviceToHost, host.is_contiguous());
+            let Decision::Staged(staged) = decision else {
+                return s.driver_2d(op, Direction::DeviceToHost, bytes, stream, |wait| {
+                    stream.memcpy_2d_dtoh_sync_with(src, dst, dst_pitch_bytes, wait)
+                });
+            };
+            let copier = Copier::shaped(staged.copy).last(true);
+            let m = Move::new(op, Direction::DeviceToHost, bytes).copied(copier);
+            staged::download_rows(s, &m, src, &device, stream)?;
+            let landed = s.landed_2d(bytes)?;
+            rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier)
+        })
     }
 
     /// Copies the rows of `src`, a 2-D device region, into pinned memory and returns
@@ -192,77 +157,36 @@ impl StagingBuffer {
         if bytes == 0 {
             return Ok(no_bytes(region_len(op, src.width(), device.height())?));
         }
-        let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
-        span.route(SpanRoute::Staged);
-        span.no_copy();
-        let r = self
-            .in_transfer(|s| s.queue_download_2d(src, &device, stream))
-            .and_then(|()| {
-                self.count_2d(Route::Staged, bytes, Direction::DeviceToHost);
-                self.landed_2d(bytes)
-            })
-            .and_then(cast::<T>);
-        span.outcome(&r);
-        r
+        let m = Move::new(op, Direction::DeviceToHost, bytes);
+        self.in_transfer(|s| staged::download_rows(s, &m, src, &device, stream))?;
+        cast::<T>(self.landed_2d(bytes)?)
     }
 
-    /// Counts a 2-D transfer of `bytes` moving `direction` that landed by `route`.
-    /// Only once the data is there, so an error leaves the counters alone.
-    fn count_2d(&mut self, route: Route, bytes: usize, direction: Direction) {
-        match route {
-            Route::Driver => self.stats.direct_transfers += 1,
-            _ => self.stats.staged_transfers += 1,
-        }
-        self.stats.add_bytes(direction, bytes);
-    }
-
-    /// Pinned memory for `bytes` of packed rows, `fill` writes them, one 2-D DMA to
-    /// `dst`, the wait.
-    fn queue_upload_2d<T: StagingPod>(
+    /// The driver's own 2-D copy of `bytes` of rows moving `direction`, made by
+    /// `copy` with the wait it is given, after waiting for the work ahead as the
+    /// policy says (`waiting::for_driver_copy`); traced and counted as direct.
+    fn driver_2d(
         &mut self,
-        dst: &mut impl DeviceSlice2dMut<T>,
-        device: &Layout2d,
+        op: &'static str,
+        direction: Direction,
+        bytes: usize,
         stream: &Stream,
-        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+        copy: impl FnOnce(WaitPolicy) -> Result<()>,
     ) -> Result<()> {
-        let bytes = device.packed_bytes();
-        self.grow(bytes, usize::MAX, stream.context())?;
-        let policy = self.config.wait_policy;
-        let pinned = self.capacity.buffer(bytes)?;
-        let filled = pinned
-            .as_mut_slice()
-            .and_then(|p| p.get_mut(..bytes).ok_or_else(too_small))
-            .and_then(fill);
-        filled?;
-        // How to wait is decided after the fill (which may take long) and before the
-        // DMA is queued: whether anything is queued ahead of it.
-        let wait = crate::waiting::for_transfer(policy, bytes, stream);
-        stream.memcpy_2d_htod(&*pinned, device.row_bytes(), &mut dst.as_bytes_2d_mut())?;
-        stream.synchronize_with(wait)
+        let mut span = TransferSpan::start(op, direction, bytes);
+        span.route(SpanRoute::Driver);
+        span.no_copy();
+        crate::waiting::for_driver_copy(self.config.wait_policy, direction, bytes, stream)
+            .and_then(copy)?;
+        self.stats.direct_transfers += 1;
+        self.stats.add_bytes(direction, bytes);
+        span.succeeded();
+        Ok(())
     }
 
     /// The first `bytes` of pinned memory, where a 2-D download's rows landed.
     fn landed_2d(&mut self, bytes: usize) -> Result<&[u8]> {
         let landed = self.capacity.buffer(bytes)?.as_slice()?;
-        landed.get(..bytes).ok_or_else(too_small)
+        landed.get(..bytes).ok_or_else(staged::too_small)
     }
-
-    /// One 2-D DMA of `src`'s rows into pinned memory, packed, and the wait.
-    fn queue_download_2d<T: StagingPod>(
-        &mut self,
-        src: &impl DeviceSlice2d<T>,
-        device: &Layout2d,
-        stream: &Stream,
-    ) -> Result<()> {
-        let bytes = device.packed_bytes();
-        self.grow(bytes, usize::MAX, stream.context())?;
-        let wait = crate::waiting::for_transfer(self.config.wait_policy, bytes, stream);
-        let pinned = self.capacity.buffer(bytes)?;
-        stream.memcpy_2d_dtoh(&src.as_bytes_2d(), pinned, device.row_bytes())?;
-        stream.synchronize_with(wait)
-    }
-}
-
-fn too_small() -> cuda_core::Error {
-    crate::capacity::internal("pinned buffer smaller than ensured")
 }

@@ -1,33 +1,9 @@
 //! What every transfer shares: its input checks, and typed views of pinned bytes.
 
-use cuda_core::{
-    byte_len, DeviceSlice, DeviceSliceMut, DeviceViewMut, Error, PinnedBuffer, Result, Stream,
-};
+use cuda_core::{byte_len, DeviceSlice, Error, Result, Stream};
 
 use crate::capacity::internal;
-use crate::fill::FillError;
 use crate::StagingPod;
-
-/// Lets `fill` write the first `bytes` of `pinned` as elements of `T`, then, if it
-/// returned `Ok`, queues their copy into the start of `dst` on `stream` (the step
-/// `upload_with` shares with the ring's). When `fill` returns `Err` nothing is
-/// queued and its error comes back as [`FillError::Fill`].
-pub(crate) fn queue_filled_upload<T: StagingPod, E>(
-    pinned: &mut PinnedBuffer<u8>,
-    bytes: usize,
-    dst: &mut (impl DeviceSliceMut<T> + ?Sized),
-    stream: &Stream,
-    fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
-) -> std::result::Result<(), FillError<E>> {
-    fill(cast_mut::<T>(&mut pinned.as_mut_slice()?[..bytes])?).map_err(FillError::Fill)?;
-    stream.memcpy_htod(
-        &pinned.slice(..bytes)?,
-        &mut DeviceViewMut::of(dst)
-            .into_bytes()
-            .into_slice_mut(..bytes)?,
-    )?;
-    Ok(())
-}
 
 /// `n` values of `T` that take no bytes: `n` zero-sized values, or none.
 pub(crate) fn no_bytes<'a, T: StagingPod>(n: usize) -> &'a mut [T] {

@@ -341,6 +341,7 @@ mod region_2d;
 mod ring;
 mod routing;
 mod rows;
+mod staged;
 mod stats;
 mod stores;
 mod sync;

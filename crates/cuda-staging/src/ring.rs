@@ -29,10 +29,10 @@ use crate::budget::BudgetedPinned;
 use crate::config::RingConfig;
 use crate::copy::Copier;
 use crate::direction::Direction;
-use crate::elements::{check_transfer, no_bytes, queue_filled_upload};
+use crate::elements::{check_transfer, no_bytes};
 use crate::fill::FillError;
+use crate::staged::{self, Move};
 use crate::stores::streams;
-use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
 
 // The 2-D transfers and the tickets, in child modules for the slots' internals.
@@ -273,19 +273,11 @@ impl StagingRing {
         if bytes == 0 {
             return fill(no_bytes(n)).map_err(FillError::Fill);
         }
-        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
-        span.route(SpanRoute::Ring);
-        match copier {
-            Some(c) => span.copied(c, bytes),
-            None => span.no_copy(),
-        }
-        let k = self.take_slot(bytes, stream.context())?;
-        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
-        queue_filled_upload(pinned, bytes, dst, stream, fill)?;
-        self.queued(k, stream)?;
-        self.stats.uploads += 1;
-        self.stats.bytes_uploaded += bytes as u64;
-        span.succeeded();
+        let m = Move {
+            copier,
+            ..Move::new(op, Direction::HostToDevice, bytes)
+        };
+        staged::upload_to(self, &m, dst, stream, fill)?;
         Ok(())
     }
 
@@ -345,16 +337,9 @@ impl StagingRing {
                 _elem: PhantomData,
             });
         }
-        let mut span = TransferSpan::start("StagingRing::download", Direction::DeviceToHost, bytes);
-        span.route(SpanRoute::Ring);
-        span.no_copy();
-        let k = self.take_slot(bytes, stream.context())?;
-        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
-        stream.memcpy_dtoh(&DeviceView::of(src).into_bytes().subview(..bytes)?, pinned)?;
-        self.queued(k, stream)?;
-        self.stats.downloads += 1;
-        self.stats.bytes_downloaded += bytes as u64;
-        span.succeeded();
+        let m = Move::new("StagingRing::download", Direction::DeviceToHost, bytes);
+        let src = DeviceView::of(src).into_bytes().subview(..bytes)?;
+        let k = staged::download(self, &m, stream, |p| stream.memcpy_dtoh(&src, p))?;
         Ok(Ticket {
             ring: self.id,
             slot: k,
@@ -372,45 +357,25 @@ impl StagingRing {
         stream: &Stream,
     ) -> Result<BatchTicket> {
         let op = "StagingRing::download_batch";
-        for s in &batch.srcs {
-            stream.check_memory(op, &s.device_access(), "a part's device buffer")?;
-        }
+        batch.check(op, stream)?;
         let total = batch.layout.total;
-        if total == 0 {
-            return Ok(BatchTicket {
-                ring: self.id,
-                slot: usize::MAX,
-                generation: 0,
-                batch: batch.id(),
-                bytes: 0,
-            });
-        }
-        // The parts' bytes, without the gaps between them in the slot.
-        let moved: usize = batch.layout.lens.iter().sum();
-        let mut span = TransferSpan::start(op, Direction::DeviceToHost, moved);
-        span.route(SpanRoute::Ring);
-        span.parts(batch.len());
-        span.no_copy();
-        let k = self.take_slot(total, stream.context())?;
-        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
-        if stream.has_batch_copies() {
-            stream.memcpy_dtoh_batch(&batch.srcs, &batch.layout.offsets, pinned)?;
-        } else {
-            for (src, &off) in batch.srcs.iter().zip(&batch.layout.offsets) {
-                stream.memcpy_dtoh(src, &mut pinned.slice_mut(off..off + src.len())?)?;
-            }
-        }
-        self.queued(k, stream)?;
-        self.stats.downloads += 1;
-        self.stats.bytes_downloaded += moved as u64;
-        span.succeeded();
-        Ok(BatchTicket {
+        let mut ticket = BatchTicket {
             ring: self.id,
-            slot: k,
-            generation: self.slots[k].generation,
+            slot: usize::MAX,
+            generation: 0,
             batch: batch.id(),
             bytes: total,
-        })
+        };
+        if total > 0 {
+            let m = Move {
+                parts: &batch.layout.lens,
+                ..Move::new(op, Direction::DeviceToHost, total)
+            };
+            let k = staged::download(self, &m, stream, |p| batch.queue(stream, p, true))?;
+            ticket.slot = k;
+            ticket.generation = self.slots[k].generation;
+        }
+        Ok(ticket)
     }
 
     /// Waits for the download `ticket` stands for (that transfer alone) and hands

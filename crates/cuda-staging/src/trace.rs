@@ -198,15 +198,6 @@ impl TransferSpan {
         }
     }
 
-    /// Marks the transfer done when `r` is `Ok`; otherwise the span records
-    /// `failed` when it closes.
-    #[inline]
-    pub(crate) fn outcome<T, E>(&mut self, r: &std::result::Result<T, E>) {
-        if let Some(a) = &mut self.0 {
-            a.succeeded = r.is_ok();
-        }
-    }
-
     /// Marks the transfer done.
     #[inline]
     pub(crate) fn succeeded(&mut self) {
@@ -262,9 +253,6 @@ impl TransferSpan {
 
     #[inline(always)]
     pub(crate) fn no_copy(&self) {}
-
-    #[inline(always)]
-    pub(crate) fn outcome<T, E>(&mut self, _r: &std::result::Result<T, E>) {}
 
     #[inline(always)]
     pub(crate) fn succeeded(&mut self) {}

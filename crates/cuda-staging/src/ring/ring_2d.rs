@@ -8,12 +8,12 @@ use std::marker::PhantomData;
 use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Layout2d, Result, Stream};
 
 use super::tickets::{sealed, RingTicket};
-use super::{missing, StagingRing, Ticket};
+use super::{StagingRing, Ticket};
 use crate::copy::Copier;
 use crate::direction::Direction;
 use crate::elements::{cast_mut, no_bytes};
 use crate::region_2d::{device_rows, host_rows, region_len};
-use crate::trace::{SpanRoute, TransferSpan};
+use crate::staged::{self, Move};
 use crate::{rows, StagingPod};
 
 /// What a 2-D download's ticket redeems: `width * height` elements of `T`, the rows
@@ -73,15 +73,12 @@ impl StagingRing {
             fill(no_bytes(region_len(op, dst.width(), device.height())?));
             return Ok(());
         }
-        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
-        span.route(SpanRoute::Ring);
-        span.no_copy();
-        let r = self.queue_upload_2d(dst, &device, stream, |slot| {
+        let m = Move::new(op, Direction::HostToDevice, bytes);
+        staged::upload_rows(self, &m, dst, &device, stream, |slot| {
             fill(cast_mut::<T>(slot)?);
             Ok(())
-        });
-        span.outcome(&r);
-        r
+        })
+        .map(drop)
     }
 
     /// Copies the rows of `src` (rows `src_pitch_bytes` apart) into a slot, packed,
@@ -109,15 +106,13 @@ impl StagingRing {
             false,
         )
         .last(true);
-        let mut span = TransferSpan::start(op, Direction::HostToDevice, bytes);
-        span.route(SpanRoute::Ring);
-        span.copied(rows::copier_for(&host, copier), bytes);
+        let m =
+            Move::new(op, Direction::HostToDevice, bytes).copied(rows::copier_for(&host, copier));
         let src: &[u8] = bytemuck::cast_slice(src);
-        let r = self.queue_upload_2d(dst, &device, stream, |slot| {
+        staged::upload_rows(self, &m, dst, &device, stream, |slot| {
             rows::pack(slot, src, &host, copier)
-        });
-        span.outcome(&r);
-        r
+        })
+        .map(drop)
     }
 
     /// Queues one `cuMemcpy2DAsync` of the rows of `src` (a 2-D device region) into
@@ -145,49 +140,16 @@ impl StagingRing {
             _elem: PhantomData,
         };
         if bytes > 0 {
-            let mut span = TransferSpan::start(op, Direction::DeviceToHost, bytes);
-            span.route(SpanRoute::Ring);
-            span.no_copy();
-            let k = self.take_slot(bytes, stream.context())?;
-            let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
-            stream.memcpy_2d_dtoh(&src.as_bytes_2d(), pinned, device.row_bytes())?;
-            self.queued(k, stream)?;
-            self.stats.downloads += 1;
-            self.stats.bytes_downloaded += bytes as u64;
+            let m = Move::new(op, Direction::DeviceToHost, bytes);
+            let k = staged::download_rows(self, &m, src, &device, stream)?;
             ticket.slot = k;
             ticket.generation = self.slots[k].generation;
-            span.succeeded();
         }
         Ok(Ticket2d {
             ticket,
             width,
             height,
         })
-    }
-
-    /// The queued upload the 2-D uploads share: a slot for `device`'s packed rows,
-    /// `fill` writes them, one 2-D DMA to `dst` queued on `stream`; counted once
-    /// queued.
-    fn queue_upload_2d<T: StagingPod>(
-        &mut self,
-        dst: &mut impl DeviceSlice2dMut<T>,
-        device: &Layout2d,
-        stream: &Stream,
-        fill: impl FnOnce(&mut [u8]) -> Result<()>,
-    ) -> Result<()> {
-        let bytes = device.packed_bytes();
-        let k = self.take_slot(bytes, stream.context())?;
-        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
-        let slot = pinned
-            .as_mut_slice()?
-            .get_mut(..bytes)
-            .ok_or_else(missing)?;
-        fill(slot)?;
-        stream.memcpy_2d_htod(&*pinned, device.row_bytes(), &mut dst.as_bytes_2d_mut())?;
-        self.queued(k, stream)?;
-        self.stats.uploads += 1;
-        self.stats.bytes_uploaded += bytes as u64;
-        Ok(())
     }
 }
 

@@ -1,11 +1,14 @@
 //! The ring's slots: taking the next one (free, and large enough), marking it queued,
 //! and handing out what landed in it.
 
-use cuda_core::{Context, Error, Event, Result, Stream};
+use cuda_core::{Context, Error, Event, PinnedBuffer, Result, Stream};
 
 use super::{missing, StagingRing};
 use crate::budget::BudgetedPinned;
 use crate::capacity::{grow_capacity, least_capacity};
+use crate::direction::Direction;
+use crate::staged::Region;
+use crate::trace::SpanRoute;
 
 /// What a refused grow of a ring slot names.
 const SLOT_GROW_OP: &str = "StagingRing slot grow";
@@ -125,5 +128,42 @@ impl StagingRing {
         }
         slot.in_flight = true;
         Ok(())
+    }
+}
+
+/// A ring's transfers go through its next slot, and return once queued: the slot's
+/// event, recorded after the DMA, says when it is free again.
+impl Region for StagingRing {
+    type Turn = usize;
+
+    fn route(_batch: bool) -> SpanRoute {
+        SpanRoute::Ring
+    }
+
+    fn take(&mut self, bytes: usize, ctx: &Context) -> Result<(&mut PinnedBuffer<u8>, usize)> {
+        let k = self.take_slot(bytes, ctx)?;
+        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
+        Ok((pinned, k))
+    }
+
+    fn before_dma(k: usize, _bytes: usize, _stream: &Stream) -> usize {
+        k
+    }
+
+    fn end(&mut self, k: usize, stream: &Stream) -> Result<()> {
+        self.queued(k, stream)
+    }
+
+    fn count(&mut self, direction: Direction, bytes: usize, _batch: bool) {
+        match direction {
+            Direction::HostToDevice => {
+                self.stats.uploads += 1;
+                self.stats.bytes_uploaded += bytes as u64;
+            }
+            Direction::DeviceToHost => {
+                self.stats.downloads += 1;
+                self.stats.bytes_downloaded += bytes as u64;
+            }
+        }
     }
 }

@@ -84,7 +84,12 @@ fn export(sh: &Shell, commit: &str, dir: &Path) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let tarball = dir.with_extension("tar");
     cmd!(sh, "git archive --format=tar -o {tarball} {commit}").run()?;
-    let unpacked = cmd!(sh, "tar -xf {tarball} -C {dir}").run();
+    // `-m`: the files take the time of extraction, not the commit's. With the
+    // commit's time, cargo judged A's sources older than the last A build in
+    // `ab-base` and handed back that build, another commit's, whenever the new A was
+    // committed before the last A build ran (seen: `--ab 79a5b48` gave b732d76's
+    // executables).
+    let unpacked = cmd!(sh, "tar -xmf {tarball} -C {dir}").run();
     let _ = fs::remove_file(&tarball);
     unpacked?;
     Ok(())
@@ -343,6 +348,35 @@ mod tests {
             .collect();
         entries.sort();
         assert_eq!(entries, [".git", "README", "benches"]);
+    }
+
+    #[test]
+    fn an_exported_commit_is_newer_than_any_build_before_the_export() {
+        let sh = Shell::new().unwrap();
+        let tmp = sh.create_temp_dir().unwrap();
+        let repo = tmp.path().join("repo");
+        fs::create_dir_all(&repo).unwrap();
+        sh.change_dir(&repo);
+        git(&sh, &["init", "-q"]);
+        fs::write(repo.join("lib.rs"), "// A\n").unwrap();
+        git(&sh, &["add", "lib.rs"]);
+        // Committed long before the export, as a base commit usually is.
+        let old = "GIT_COMMITTER_DATE=2001-01-01T00:00:00Z";
+        let (k, v) = old.split_once('=').unwrap();
+        let _date = sh.push_env(k, v);
+        git(&sh, &["commit", "-q", "-m", "A"]);
+        let commit = git(&sh, &["rev-parse", "HEAD"]);
+        let before = std::time::SystemTime::now() - std::time::Duration::from_secs(5);
+        let dir = tmp.path().join("ab-src");
+        export(&sh, &commit, &dir).unwrap();
+        let mtime = fs::metadata(dir.join("lib.rs"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        // With the commit's time (2001) cargo would judge a build made since then fresh
+        // and hand back another commit's executables.
+        assert!(mtime >= before, "{mtime:?} is older than the export");
+        assert_eq!(fs::read_to_string(dir.join("lib.rs")).unwrap(), "// A\n");
     }
 
     #[test]

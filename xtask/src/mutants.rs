@@ -4,7 +4,8 @@
 //! Needs cargo-mutants, pinned: `cargo install cargo-mutants --version 27.1.0
 //! --locked`. For every mutant of the files named (default: [`DEFAULT_FILES`]),
 //! cargo-mutants builds a copy of the workspace and runs `cargo test --release
-//! --workspace --lib --bins --tests`, every test executable with `--include-ignored`
+//! --workspace --features cuda-staging/tracing --lib --bins --tests` (the spans
+//! record, so what they say is tested), every test executable with `--include-ignored`
 //! (the GPU tests too),
 //! on the simulator (`crates/cuda-sim`, built here first) with seed 1 and up to 200 µs
 //! of delay before each operation, so that ordering mutants show, and two simulated
@@ -44,6 +45,7 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-core/src/device_buffer.rs",
     "crates/cuda-staging/src/buffer.rs",
     "crates/cuda-staging/src/buffer/transfer.rs",
+    "crates/cuda-staging/src/staged.rs",
     "crates/cuda-staging/src/pool.rs",
     "crates/cuda-staging/src/job.rs",
     "crates/cuda-staging/src/routing.rs",
@@ -107,6 +109,9 @@ pub fn run(args: &Args) -> Result<()> {
             "--output",
         ])
         .arg(&output)
+        // The spans are code of the transfer core too: with the feature on they
+        // record, and `route_tracing` checks what they say.
+        .arg("--features=cuda-staging/tracing")
         // Test targets only: with --include-ignored, doctests would compile the
         // README's `ignore`d snippets too.
         .args([

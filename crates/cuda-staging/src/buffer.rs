@@ -154,11 +154,12 @@ impl StagingBuffer {
         stream: &Stream,
         fill: F,
     ) -> Result<()> {
-        self.filled_upload("upload_with", dst, n, stream, |px: &mut [T]| {
+        let fill = |px: &mut [T]| {
             fill(px);
             Ok::<(), Infallible>(())
-        })
-        .map_err(FillError::infallible)
+        };
+        staged::filled_upload(self, "upload_with", (dst, n), stream, None, fill)
+            .map_err(FillError::infallible)
     }
 
     /// [`StagingBuffer::upload_with`] with a `fill` that can fail: when it returns
@@ -196,25 +197,7 @@ impl StagingBuffer {
         stream: &Stream,
         fill: F,
     ) -> std::result::Result<(), FillError<E>> {
-        self.filled_upload("try_upload_with", dst, n, stream, fill)
-    }
-
-    /// The path `upload_with` and `try_upload_with` share, with errors naming `op`.
-    fn filled_upload<T: StagingPod, E>(
-        &mut self,
-        op: &'static str,
-        dst: &mut (impl DeviceSliceMut<T> + ?Sized),
-        n: usize,
-        stream: &Stream,
-        fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
-    ) -> std::result::Result<(), FillError<E>> {
-        let bytes = check_transfer::<T>(op, n, dst, stream)?;
-        if bytes == 0 {
-            return fill(no_bytes(n)).map_err(FillError::Fill);
-        }
-        let m = Move::new(op, Direction::HostToDevice, bytes);
-        self.in_transfer(|s| staged::upload_to(s, &m, dst, stream, fill))?;
-        Ok(())
+        staged::filled_upload(self, "try_upload_with", (dst, n), stream, None, fill)
     }
 
     /// Copies `src[..n]` into pinned memory and returns it there, once it has landed.
@@ -426,6 +409,10 @@ impl Region for StagingBuffer {
 
     fn end(&mut self, wait: WaitPolicy, stream: &Stream) -> Result<()> {
         stream.synchronize_with(wait)
+    }
+
+    fn bracket<O>(&mut self, body: impl FnOnce(&mut StagingBuffer) -> O) -> O {
+        self.in_transfer(body)
     }
 
     fn count(&mut self, direction: Direction, bytes: usize, batch: bool) {

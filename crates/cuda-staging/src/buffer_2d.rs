@@ -7,7 +7,7 @@ use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Result, Stream, WaitPolicy};
 
 use crate::copy::Copier;
 use crate::direction::Direction;
-use crate::elements::{cast, cast_mut, no_bytes};
+use crate::elements::{cast, no_bytes};
 use crate::region_2d::{device_rows, host_rows, region_len};
 use crate::routing::Decision;
 use crate::staged::{self, Move};
@@ -83,21 +83,7 @@ impl StagingBuffer {
         stream: &Stream,
         fill: F,
     ) -> Result<()> {
-        let op = "upload_2d_with";
-        let device = device_rows(op, dst, stream)?;
-        let bytes = device.packed_bytes();
-        if bytes == 0 {
-            fill(no_bytes(region_len(op, dst.width(), device.height())?));
-            return Ok(());
-        }
-        let m = Move::new(op, Direction::HostToDevice, bytes);
-        self.in_transfer(|s| {
-            staged::upload_rows(s, &m, dst, &device, stream, |pinned| {
-                fill(cast_mut::<T>(pinned)?);
-                Ok(())
-            })
-            .map(drop)
-        })
+        staged::filled_upload_2d(self, "upload_2d_with", dst, stream, fill)
     }
 
     /// Copies the rows of `src`, a 2-D device region, into `dst`, whose rows start

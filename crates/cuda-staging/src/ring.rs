@@ -29,7 +29,7 @@ use crate::budget::BudgetedPinned;
 use crate::config::RingConfig;
 use crate::copy::Copier;
 use crate::direction::Direction;
-use crate::elements::{check_transfer, no_bytes};
+use crate::elements::check_transfer;
 use crate::fill::FillError;
 use crate::staged::{self, Move};
 use crate::stores::streams;
@@ -223,18 +223,12 @@ impl StagingRing {
         stream: &Stream,
         fill: F,
     ) -> Result<()> {
-        self.filled_upload(
-            "StagingRing::upload_with",
-            dst,
-            n,
-            stream,
-            None,
-            |px: &mut [T]| {
-                fill(px);
-                Ok::<(), Infallible>(())
-            },
-        )
-        .map_err(FillError::infallible)
+        let fill = |px: &mut [T]| {
+            fill(px);
+            Ok::<(), Infallible>(())
+        };
+        let op = "StagingRing::upload_with";
+        staged::filled_upload(self, op, (dst, n), stream, None, fill).map_err(FillError::infallible)
     }
 
     /// [`StagingRing::upload_with`] with a `fill` that can fail: when it returns
@@ -255,30 +249,8 @@ impl StagingRing {
         stream: &Stream,
         fill: F,
     ) -> std::result::Result<(), FillError<E>> {
-        self.filled_upload("StagingRing::try_upload_with", dst, n, stream, None, fill)
-    }
-
-    /// The path of `upload_with`, `try_upload_with` and `upload`, with errors naming
-    /// `op`. `copier` is the one `fill` copies with (`upload`), for the span.
-    fn filled_upload<T: StagingPod, E>(
-        &mut self,
-        op: &'static str,
-        dst: &mut (impl DeviceSliceMut<T> + ?Sized),
-        n: usize,
-        stream: &Stream,
-        copier: Option<Copier<'static>>,
-        fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
-    ) -> std::result::Result<(), FillError<E>> {
-        let bytes = check_transfer::<T>(op, n, dst, stream)?;
-        if bytes == 0 {
-            return fill(no_bytes(n)).map_err(FillError::Fill);
-        }
-        let m = Move {
-            copier,
-            ..Move::new(op, Direction::HostToDevice, bytes)
-        };
-        staged::upload_to(self, &m, dst, stream, fill)?;
-        Ok(())
+        let op = "StagingRing::try_upload_with";
+        staged::filled_upload(self, op, (dst, n), stream, None, fill)
     }
 
     /// Copies `src` into a slot, queues its copy to `dst[..src.len()]` on `stream`
@@ -297,10 +269,10 @@ impl StagingRing {
             crate::Direction::HostToDevice,
             false,
         );
-        self.filled_upload(
+        staged::filled_upload(
+            self,
             "StagingRing::upload",
-            dst,
-            src.len(),
+            (dst, src.len()),
             stream,
             Some(copier),
             |slot: &mut [T]| {

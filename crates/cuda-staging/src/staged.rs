@@ -19,8 +19,9 @@ use cuda_core::{
 use crate::capacity::internal;
 use crate::copy::Copier;
 use crate::direction::Direction;
-use crate::elements::cast_mut;
+use crate::elements::{cast_mut, check_transfer, no_bytes};
 use crate::fill::FillError;
+use crate::region_2d::{device_rows, region_len};
 use crate::trace::{SpanRoute, TransferSpan};
 use crate::StagingPod;
 
@@ -45,6 +46,11 @@ pub(crate) trait Region {
 
     /// Counts a transfer of `bytes` moving `direction` (`batch`: a batch's parts).
     fn count(&mut self, direction: Direction, bytes: usize, batch: bool);
+
+    /// Runs `body`, one transfer, inside the region's own bookkeeping: a buffer
+    /// notes when its transfers start and end, on every exit path, a panic in the
+    /// caller's `fill` included.
+    fn bracket<O>(&mut self, body: impl FnOnce(&mut Self) -> O) -> O;
 }
 
 /// One transfer through a [`Region`], as its span and counters see it.
@@ -131,21 +137,60 @@ pub(crate) fn upload<R: Region, E>(
     )
 }
 
-/// An upload of `m.bytes` into the start of `dst`, which `fill` writes as elements
-/// of `T` (`upload_with` and its kin).
-pub(crate) fn upload_to<R: Region, T: StagingPod, E>(
+/// `upload_with` / `try_upload_with` (and the ring's `upload`), with errors naming
+/// `op`: `fill` writes `n` elements in the region (copying with `copier`, if it
+/// does), which are then sent to the start of `dst`. With `n` elements of no bytes,
+/// `fill` gets them and nothing else happens.
+pub(crate) fn filled_upload<R: Region, T: StagingPod, E>(
     region: &mut R,
-    m: &Move<'_>,
-    dst: &mut (impl DeviceSliceMut<T> + ?Sized),
+    op: &'static str,
+    (dst, n): (&mut (impl DeviceSliceMut<T> + ?Sized), usize),
     stream: &Stream,
+    copier: Option<Copier<'static>>,
     fill: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
-) -> std::result::Result<R::Turn, FillError<E>> {
-    let bytes = m.bytes;
+) -> std::result::Result<(), FillError<E>> {
+    let bytes = check_transfer::<T>(op, n, dst, stream)?;
+    if bytes == 0 {
+        return fill(no_bytes(n)).map_err(FillError::Fill);
+    }
+    let m = Move {
+        copier,
+        ..Move::new(op, Direction::HostToDevice, bytes)
+    };
     let fill = |px: &mut [u8]| fill(cast_mut::<T>(px)?).map_err(FillError::Fill);
-    upload(region, m, stream, fill, |pinned| {
+    let dma = |pinned: &PinnedBuffer<u8>| {
         let dst = DeviceViewMut::of(dst).into_bytes();
         stream.memcpy_htod(&pinned.slice(..bytes)?, &mut dst.into_slice_mut(..bytes)?)
-    })
+    };
+    region
+        .bracket(|r| upload(r, &m, stream, fill, dma))
+        .map(drop)
+}
+
+/// `upload_2d_with`, with errors naming `op`: `fill` writes `dst`'s rows packed in
+/// the region, one 2-D DMA spreads them to its pitch. With no row or no element,
+/// `fill` gets an empty slice and nothing else happens.
+pub(crate) fn filled_upload_2d<R: Region, T: StagingPod>(
+    region: &mut R,
+    op: &'static str,
+    dst: &mut impl DeviceSlice2dMut<T>,
+    stream: &Stream,
+    fill: impl FnOnce(&mut [T]),
+) -> Result<()> {
+    let device = device_rows(op, dst, stream)?;
+    let bytes = device.packed_bytes();
+    if bytes == 0 {
+        fill(no_bytes(region_len(op, dst.width(), device.height())?));
+        return Ok(());
+    }
+    let m = Move::new(op, Direction::HostToDevice, bytes);
+    let fill = |pinned: &mut [u8]| {
+        fill(cast_mut::<T>(pinned)?);
+        Ok(())
+    };
+    region
+        .bracket(|r| upload_rows(r, &m, dst, &device, stream, fill))
+        .map(drop)
 }
 
 /// A download: `dma` queues the copy into the region on `stream`, and the region

@@ -11,7 +11,6 @@ use super::tickets::{sealed, RingTicket};
 use super::{StagingRing, Ticket};
 use crate::copy::Copier;
 use crate::direction::Direction;
-use crate::elements::{cast_mut, no_bytes};
 use crate::region_2d::{device_rows, host_rows, region_len};
 use crate::staged::{self, Move};
 use crate::{rows, StagingPod};
@@ -66,19 +65,7 @@ impl StagingRing {
         stream: &Stream,
         fill: F,
     ) -> Result<()> {
-        let op = "StagingRing::upload_2d_with";
-        let device = device_rows(op, dst, stream)?;
-        let bytes = device.packed_bytes();
-        if bytes == 0 {
-            fill(no_bytes(region_len(op, dst.width(), device.height())?));
-            return Ok(());
-        }
-        let m = Move::new(op, Direction::HostToDevice, bytes);
-        staged::upload_rows(self, &m, dst, &device, stream, |slot| {
-            fill(cast_mut::<T>(slot)?);
-            Ok(())
-        })
-        .map(drop)
+        staged::filled_upload_2d(self, "StagingRing::upload_2d_with", dst, stream, fill)
     }
 
     /// Copies the rows of `src` (rows `src_pitch_bytes` apart) into a slot, packed,

@@ -154,6 +154,10 @@ impl Region for StagingRing {
         self.queued(k, stream)
     }
 
+    fn bracket<O>(&mut self, body: impl FnOnce(&mut StagingRing) -> O) -> O {
+        body(self)
+    }
+
     fn count(&mut self, direction: Direction, bytes: usize, _batch: bool) {
         match direction {
             Direction::HostToDevice => {

@@ -63,7 +63,7 @@ pub(crate) struct Move<'a> {
     pub(crate) parts: &'a [usize],
     /// The host copy its fill makes, for the span; `None` when the caller's own
     /// `fill` writes, or the DMA does.
-    pub(crate) copier: Option<Copier<'static>>,
+    pub(crate) copier: Option<Copier<'a>>,
 }
 
 impl<'a> Move<'a> {
@@ -79,7 +79,7 @@ impl<'a> Move<'a> {
     }
 
     /// The same transfer, whose fill copies with `copier`.
-    pub(crate) fn copied(self, copier: Copier<'static>) -> Move<'a> {
+    pub(crate) fn copied(self, copier: Copier<'a>) -> Move<'a> {
         Move {
             copier: Some(copier),
             ..self
@@ -263,3 +263,6 @@ pub(crate) fn download_rows<R: Region, T: StagingPod>(
 pub(crate) fn too_small() -> cuda_core::Error {
     internal("pinned region smaller than taken")
 }
+
+#[cfg(test)]
+mod tests;

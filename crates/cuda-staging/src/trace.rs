@@ -259,4 +259,4 @@ impl TransferSpan {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

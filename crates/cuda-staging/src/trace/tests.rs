@@ -45,7 +45,7 @@ fn without_the_feature_a_span_is_nothing() {
 
 #[cfg(feature = "tracing")]
 #[path = "../../tests/spans/mod.rs"]
-mod spans;
+pub(crate) mod spans;
 
 #[cfg(feature = "tracing")]
 mod with_the_feature {

@@ -119,9 +119,11 @@ impl StagingBuffer {
             };
             let copier = Copier::shaped(staged.copy).last(true);
             let m = Move::new(op, Direction::DeviceToHost, bytes).copied(copier);
-            staged::download_rows(s, &m, src, &device, stream)?;
-            let landed = s.landed_2d(bytes)?;
-            rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier)
+            let unpack = |s: &mut StagingBuffer| {
+                let landed = s.landed_2d(bytes)?;
+                rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier)
+            };
+            staged::download_rows(s, &m, (src, &device), stream, unpack).map(drop)
         })
     }
 
@@ -144,7 +146,7 @@ impl StagingBuffer {
             return Ok(no_bytes(region_len(op, src.width(), device.height())?));
         }
         let m = Move::new(op, Direction::DeviceToHost, bytes);
-        self.in_transfer(|s| staged::download_rows(s, &m, src, &device, stream))?;
+        self.in_transfer(|s| staged::download_rows(s, &m, (src, &device), stream, |_| Ok(())))?;
         cast::<T>(self.landed_2d(bytes)?)
     }
 

@@ -134,6 +134,7 @@ pub(crate) fn upload<R: Region, E>(
             )
         },
         |pinned| dma(pinned),
+        |_| Ok(()),
     )
 }
 
@@ -201,17 +202,20 @@ pub(crate) fn download<R: Region>(
     stream: &Stream,
     dma: impl FnOnce(&mut PinnedBuffer<u8>) -> Result<()>,
 ) -> Result<R::Turn> {
-    run::<R, Infallible>(region, m, stream, |_| Ok(()), dma).map_err(FillError::infallible)
+    run::<R, Infallible>(region, m, stream, |_| Ok(()), dma, |_| Ok(()))
+        .map_err(FillError::infallible)
 }
 
 /// Every transfer through a region: its span, the region taken, `fill`, the DMA
-/// queued by `dma`, the region's end of it, and the counters, once it succeeded.
+/// queued by `dma`, the region's end of it, `landed` (a copy out of what landed,
+/// inside the span), and the counters, once all of it succeeded.
 fn run<R: Region, E>(
     region: &mut R,
     m: &Move<'_>,
     stream: &Stream,
     fill: impl FnOnce(&mut PinnedBuffer<u8>) -> std::result::Result<(), FillError<E>>,
     dma: impl FnOnce(&mut PinnedBuffer<u8>) -> Result<()>,
+    landed: impl FnOnce(&mut R) -> Result<()>,
 ) -> std::result::Result<R::Turn, FillError<E>> {
     let mut span = m.span::<R>();
     let (pinned, turn) = region.take(m.bytes, stream.context())?;
@@ -221,6 +225,7 @@ fn run<R: Region, E>(
     let turn = R::before_dma(turn, m.bytes, stream);
     dma(pinned)?;
     region.end(turn, stream)?;
+    landed(region)?;
     region.count(m.direction, m.moved(), !m.parts.is_empty());
     span.succeeded();
     Ok(turn)
@@ -246,17 +251,19 @@ pub(crate) fn upload_rows<R: Region, T: StagingPod>(
     .map_err(FillError::infallible)
 }
 
-/// A 2-D download: one 2-D DMA packs `src`'s rows into the region.
+/// A 2-D download: one 2-D DMA packs `src`'s rows into the region; `landed` then
+/// copies them out, if the call does (inside the span, before the count).
 pub(crate) fn download_rows<R: Region, T: StagingPod>(
     region: &mut R,
     m: &Move<'_>,
-    src: &impl DeviceSlice2d<T>,
-    device: &Layout2d,
+    (src, device): (&impl DeviceSlice2d<T>, &Layout2d),
     stream: &Stream,
+    landed: impl FnOnce(&mut R) -> Result<()>,
 ) -> Result<R::Turn> {
-    download(region, m, stream, |pinned| {
+    let dma = |pinned: &mut PinnedBuffer<u8>| {
         stream.memcpy_2d_dtoh(&src.as_bytes_2d(), pinned, device.row_bytes())
-    })
+    };
+    run::<R, Infallible>(region, m, stream, |_| Ok(()), dma, landed).map_err(FillError::infallible)
 }
 
 /// The error of a region shorter than it was made for: a bug of this crate.

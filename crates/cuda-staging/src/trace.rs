@@ -20,13 +20,14 @@
 //!   path, a DMA straight from or into page-locked memory, `upload_with`,
 //!   `download_into` and the ring's downloads);
 //! - `helpers`: of those, the copy pool's helpers enlisted (`copy_threads - 1`, or 0);
-//! - `elapsed_us`: the call's time, in µs to a tenth, from the span's start (after
-//!   the input checks) to its return;
+//! - `elapsed_us`: the transfer's time, in µs to a tenth, from the span's start
+//!   (after the input checks) until its data has landed, and been copied out where
+//!   the call copies it out (a ring's call: until it is queued);
 //! - `failed`: `true` when the call returned an error (or `fill` panicked or failed).
 //!
-//! The span is entered for the whole call, so a subscriber's busy time (`time.busy`
-//! with `FmtSpan::CLOSE`) is the call's time too, and events the caller's own code
-//! emits inside `fill` nest under it.
+//! The span is entered for all of that, so a subscriber's busy time (`time.busy`
+//! with `FmtSpan::CLOSE`) is the transfer's time too, and events the caller's own
+//! code emits inside `fill` nest under it.
 //!
 //! Cost. Without the feature, [`TransferSpan`] is a zero-sized type whose methods
 //! are empty and inlined: nothing of it is compiled into a transfer. With the

@@ -128,7 +128,7 @@ impl StagingRing {
         };
         if bytes > 0 {
             let m = Move::new(op, Direction::DeviceToHost, bytes);
-            let k = staged::download_rows(self, &m, src, &device, stream)?;
+            let k = staged::download_rows(self, &m, (src, &device), stream, |_| Ok(()))?;
             ticket.slot = k;
             ticket.generation = self.slots[k].generation;
         }

@@ -210,3 +210,35 @@ fn dropping_a_ring_waits_for_its_transfers_in_flight() {
     );
     stream.synchronize().unwrap();
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn synchronize_returns_once_every_queued_transfer_has_landed() {
+    let (_ctx, stream) = gpu();
+    let mut busy = Busy::new();
+    let mut ring = StagingRing::new();
+    let n = 4_915_200 / 4;
+    warm(&mut ring, &stream, 4_915_200);
+    let mut dst = DeviceBuffer::<u32>::alloc(n).unwrap();
+    let (s_up, s_down) = (seed(), seed());
+    let src = device_with::<u32>(n, s_down);
+    busy.queue(&stream);
+    ring.upload_with(&mut dst, n, &stream, |px| fill_pattern(px, s_up))
+        .unwrap();
+    let t = ring.download(&src, n, &stream).unwrap();
+    ring.synchronize().unwrap();
+    // The stream holds nothing queued after the ring's last transfer, so once that
+    // one has landed the stream is idle (a `synchronize` that returned at once would
+    // find it still busy with the queued work).
+    assert!(
+        stream.query().unwrap(),
+        "synchronize returned before the ring's transfers landed"
+    );
+    assert_eq!(ring.stats().slot_waits, 0, "{:?}", ring.stats());
+    check(
+        &format_args!("the download"),
+        ring.wait(&t).unwrap(),
+        s_down,
+    );
+    check(&format_args!("the upload"), &device_contents(&dst), s_up);
+}

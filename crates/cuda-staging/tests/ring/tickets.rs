@@ -62,3 +62,33 @@ fn a_ticket_of_another_ring_is_refused() {
     check(&format_args!("ring a"), a.wait(&t_a).unwrap(), s);
     check(&format_args!("ring b"), b.wait(&t_b).unwrap(), s);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_ticket_from_before_shrink_to_fit_stays_stale_after_the_slot_is_used_again() {
+    let (_ctx, stream) = gpu();
+    let n = 4096;
+    let mut ring = StagingRing::with_config(cuda_staging::RingConfig {
+        slots: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let (s_old, s_new) = (seed(), seed());
+    let old = device_with::<u32>(n, s_old);
+    let new = device_with::<u32>(n, s_new);
+    let t_old = ring.download(&old, n, &stream).unwrap();
+    ring.shrink_to_fit();
+    assert_eq!(ring.capacity(), 0);
+    let reason = invalid_reason(ring.wait(&t_old).unwrap_err());
+    assert!(reason.contains("stale ticket"), "{reason}");
+    // The one slot pins again and takes the next download: the old ticket must not
+    // read the new transfer's bytes as its own.
+    let t_new = ring.download(&new, n, &stream).unwrap();
+    let reason = invalid_reason(ring.wait(&t_old).unwrap_err());
+    assert!(reason.contains("stale ticket"), "{reason}");
+    check(
+        &format_args!("the download after the shrink"),
+        ring.wait(&t_new).unwrap(),
+        s_new,
+    );
+}

@@ -26,6 +26,8 @@ pub(crate) struct Burst {
     in_burst: u32,
     /// The transfer starting now follows an earlier one by at least [`BURST_GAP`].
     follows_gap: bool,
+    /// ... by at least `tuning::LONG_GAP`.
+    follows_long_gap: bool,
 }
 
 impl Burst {
@@ -34,6 +36,7 @@ impl Burst {
         let gap = self.last_end.map(|end| now.saturating_duration_since(end));
         let same_burst = gap.is_some_and(|g| g < BURST_GAP);
         self.follows_gap = gap.is_some_and(|g| g >= BURST_GAP);
+        self.follows_long_gap = gap.is_some_and(|g| g >= crate::tuning::LONG_GAP);
         self.in_burst = if same_burst {
             self.in_burst.saturating_add(1)
         } else {
@@ -52,6 +55,12 @@ impl Burst {
     /// parked; see `tuning::DRIVER_AFTER_GAP_MIN_BYTES`.
     pub(crate) fn paced(&self) -> bool {
         (self.follows_gap || self.in_burst > 1) && !self.back_to_back()
+    }
+
+    /// Whether the transfer starting now follows this buffer's previous one after a
+    /// long gap (`tuning::LONG_GAP`), which the pool's helpers have spent parked.
+    pub(crate) fn long_gap(&self) -> bool {
+        self.follows_long_gap
     }
 
     /// When the last transfer ended, if one did.
@@ -110,5 +119,18 @@ mod tests {
         a.end(us(2_400));
         a.start(us(2_599));
         assert!(!a.follows_gap);
+        assert!(!a.long_gap(), "a gap of 2 ms is not long");
+        a.end(us(2_650));
+        // A long gap: one of a frame loop at 60 frames per second.
+        let long = crate::tuning::LONG_GAP.as_micros() as u64;
+        a.start(us(2_650 + long - 1));
+        assert!(a.follows_gap && !a.long_gap(), "just under the long gap");
+        a.end(us(2_650 + long));
+        a.start(us(2_650 + 2 * long + 16_000));
+        assert!(a.long_gap() && a.paced());
+        // Right after it, within the burst: not long.
+        a.end(us(2_650 + 2 * long + 16_030));
+        a.start(us(2_650 + 2 * long + 16_050));
+        assert!(!a.long_gap() && a.paced());
     }
 }

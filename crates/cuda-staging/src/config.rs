@@ -78,7 +78,9 @@ pub struct StagingConfig {
     /// memory. That is every such upload, and downloads over 512 KiB (outside tight
     /// loops no download wakes a helper): there the driver's own chunked copy is as
     /// fast as the caller's, and staging only adds the pinned round trip; smaller
-    /// downloads are faster staged. Off, every transfer the bounds stage is staged,
+    /// downloads are faster staged. After a gap of 8 ms or more (a frame loop at 60
+    /// frames per second or fewer), uploads under 2 MiB wake no helper either, so
+    /// they go to the driver too. Off, every transfer the bounds stage is staged,
     /// however long the gap before it. On by default.
     pub driver_after_gap: bool,
     /// How this buffer's calls wait for their transfers to land, on every route. The

@@ -62,7 +62,7 @@ impl Copier<'static> {
             threads,
             copy_bytes,
             direction,
-            hot,
+            (hot, false),
             free_helpers,
         ))
     }

@@ -45,7 +45,8 @@
 //! **What `upload` / `download` do with your slice.** Per transfer, they pick the
 //! faster of: the driver's own pageable copy (small uploads, under
 //! [`DEFAULT_STAGE_MIN_BYTES`], and, outside tight loops, uploads that only the
-//! calling thread would copy and downloads over 512 KiB:
+//! calling thread would copy (every one under 2 MiB after a gap of 8 ms or more)
+//! and downloads over 512 KiB:
 //! [`StagingConfig::driver_after_gap`]); a DMA straight from or
 //! into page-locked memory; or staging, where the host copy uses streaming stores
 //! (which the DMA reads at full speed), is split over the process-wide copy pool's

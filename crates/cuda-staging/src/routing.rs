@@ -16,7 +16,9 @@
 //! A staged transfer that is paced (after a gap or within a frame's few, not in a
 //! tight loop) and that the calling thread would copy alone goes to the driver
 //! instead, where its own copy is as fast (every upload, downloads over 512 KiB;
-//! [`crate::StagingConfig::driver_after_gap`], `tuning::driver_after_gap`).
+//! [`crate::StagingConfig::driver_after_gap`], `tuning::driver_after_gap`). After a
+//! long gap (`tuning::LONG_GAP`) uploads under 2 MiB wake no helper, so they go there
+//! too: helpers parked that long run too late to pay.
 
 use crate::config::StagingConfig;
 use crate::direction::Direction;
@@ -52,6 +54,9 @@ pub(crate) struct Transfer {
     pub(crate) back_to_back: bool,
     /// It is paced: after a gap or within a frame's few (`Burst::paced`).
     pub(crate) paced: bool,
+    /// It follows the buffer's previous transfer after a long gap
+    /// (`Burst::long_gap`): parked helpers are slow to run.
+    pub(crate) long_gap: bool,
     /// Bytes the buffer has pinned before it, a reservation not yet pinned included.
     pub(crate) pinned: usize,
 }
@@ -160,7 +165,7 @@ pub(crate) fn decide(config: &StagingConfig, t: &Transfer, ask: &mut impl Ask) -
             config.copy_threads,
             t.bytes,
             t.direction,
-            t.back_to_back,
+            (t.back_to_back, t.long_gap),
             || ask.free_helpers(),
         );
         match t.direction {
@@ -199,7 +204,8 @@ pub(crate) fn decide(config: &StagingConfig, t: &Transfer, ask: &mut impl Ask) -
 }
 
 /// The threads of a host copy of `bytes` moving `direction` when up to `threads`
-/// may take part (the caller included), `hot` as in a tight loop: downloads on at
+/// may take part (the caller included), `hot` as in a tight loop and `long_gap`
+/// after a long gap (`tuning::LONG_GAP`): downloads on at
 /// most `tuning::DOWNLOAD_THREADS`; as many pool helpers as
 /// `tuning::helpers_to_wake` gives (none for a small copy after a gap), no more
 /// than are free (`free_helpers`, asked only then; `None` without a pool).
@@ -207,7 +213,7 @@ pub(crate) fn copy_shape(
     threads: usize,
     bytes: usize,
     direction: Direction,
-    hot: bool,
+    (hot, long_gap): (bool, bool),
     free_helpers: impl FnOnce() -> Option<usize>,
 ) -> CopyShape {
     let threads = match direction {
@@ -215,7 +221,7 @@ pub(crate) fn copy_shape(
         Direction::DeviceToHost => threads.min(DOWNLOAD_THREADS),
     }
     .max(1);
-    let wanted = helpers_to_wake(bytes, threads, direction, hot);
+    let wanted = helpers_to_wake(bytes, threads, direction, hot, long_gap);
     let free = if wanted == 0 { None } else { free_helpers() };
     match free {
         None => CopyShape {
@@ -285,6 +291,7 @@ mod tests {
             host: Host::Caller,
             back_to_back: false,
             paced: false,
+            long_gap: false,
             pinned: 0,
         }
     }
@@ -328,6 +335,11 @@ mod tests {
             ..d
         };
         let paced = |t: Transfer| Transfer { paced: true, ..t };
+        let long_gap = |t: Transfer| Transfer {
+            paced: true,
+            long_gap: true,
+            ..t
+        };
         let hot = |t: Transfer| Transfer {
             back_to_back: true,
             ..t
@@ -371,6 +383,13 @@ mod tests {
             ("paced mid upload", d, paced(caller(150_528, UP)), false, Some(3), (Route::Driver, 0, 0, 0)),
             ("paced frame upload, none free", d, paced(caller(FRAME, UP)), false, Some(0), (Route::Driver, 0, 0, 0)),
             ("paced frame upload, helpers free", d, paced(caller(FRAME, UP)), false, Some(3), (s, 4, 3, 4)),
+            // After a long gap, uploads under 2 MiB wake nobody: to the driver.
+            ("long gap, 1 MiB upload", d, long_gap(caller(1 << 20, UP)), false, Some(3), (Route::Driver, 0, 0, 0)),
+            ("long gap, 2 MiB upload", d, long_gap(caller(2 << 20, UP)), false, Some(3), (s, 4, 3, 4)),
+            ("long gap, frame upload", d, long_gap(caller(FRAME, UP)), false, Some(3), (s, 4, 3, 4)),
+            ("long gap, rows of 1 MiB", d, long_gap(rows(caller(1 << 20, UP), true)), false, Some(3), (Route::Driver, 0, 0, 0)),
+            ("long gap, rule off: staged alone", no_gap_rule, long_gap(caller(1 << 20, UP)), false, Some(3), (s, 4, 0, 2)),
+            ("paced 1 MiB upload after a short gap", d, paced(caller(1 << 20, UP)), false, Some(3), (s, 4, 2, 1)),
             ("paced 512 KiB download stays", d, paced(caller(512 << 10, DOWN)), false, Some(3), (s, 3, 0, 1)),
             ("paced frame download", d, paced(caller(FRAME, DOWN)), false, Some(3), (Route::Driver, 0, 0, 0)),
             ("paced, rule off", no_gap_rule, paced(caller(FRAME, DOWN)), false, Some(3), (s, 3, 0, 8)),

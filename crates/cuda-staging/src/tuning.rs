@@ -3,6 +3,8 @@
 //! Programs size the pool with [`crate::set_copy_pool_threads`] and each buffer with
 //! [`crate::StagingConfig::copy_threads`].
 
+use std::time::Duration;
+
 use crate::direction::{Direction, PerDirection};
 
 /// Below this, a host copy runs on the calling thread alone.
@@ -13,6 +15,21 @@ pub(crate) const PARALLEL_MIN_BYTES: usize = 64 << 10;
 /// idle core takes tens of µs to run (26 µs at the median after a 2 ms sleep, 49 µs
 /// after 16 ms, bare threads on the 16-core H200 host), longer than the copy.
 pub(crate) const WAKE_MIN_BYTES: usize = 512 << 10;
+
+/// A gap before a transfer at least this long is a long one: the pool's helpers have
+/// been parked for all of it, and a parked thread takes longer to run the longer its
+/// core has idled (26 µs at the median after a 2 ms sleep, 49 µs after 16 ms, bare
+/// threads on the 16-core H200 host). Between the two gaps measured below; a frame
+/// loop at 60 frames per second or fewer has long gaps.
+pub(crate) const LONG_GAP: Duration = Duration::from_millis(8);
+
+/// After a long gap ([`LONG_GAP`]), an upload smaller than this wakes no parked
+/// helper; being paced, it then goes to the driver ([`DRIVER_AFTER_GAP_MIN_BYTES`]).
+/// In the full bench run at 3e74ea9 on the 16-core H200 host, uploads with helpers
+/// woken ran at 0.89 times the driver's speed at 1 MiB after a 16 ms sleep (228
+/// against 202 µs at the median), though at 1.10 times after a 2 ms one; from
+/// 4915200 B they won after either gap (1.15 and 1.13 times).
+pub(crate) const LONG_GAP_WAKE_MIN_BYTES: usize = 2 << 20;
 
 /// Outside a tight loop, a download wakes no parked helper (`usize::MAX`: from no
 /// size; probes may set a size): its copy-out reads lines the DMA has just written
@@ -92,7 +109,8 @@ pub(crate) fn driver_after_gap(bytes: usize, direction: Direction) -> bool {
 
 /// Pool helpers a transfer's host copy of `copy_bytes`, moving `direction`, enlists
 /// when up to `threads` threads share it (the caller included): outside a tight loop
-/// none below [`WAKE_MIN_BYTES`] (uploads) or [`DOWNLOAD_WAKE_MIN_BYTES`] (downloads: none),
+/// none below [`WAKE_MIN_BYTES`] (uploads; [`LONG_GAP_WAKE_MIN_BYTES`] after a
+/// `long_gap`) or [`DOWNLOAD_WAKE_MIN_BYTES`] (downloads: none),
 /// then one per [`HELPER_BYTES`] (at least one); `hot` (a tight loop, where
 /// helpers are awake anyway) one per
 /// [`BACK_TO_BACK_HELPER_BYTES`], at least one from 64 KiB. Never more than
@@ -108,11 +126,13 @@ pub(crate) fn helpers_to_wake(
     threads: usize,
     direction: Direction,
     hot: bool,
+    long_gap: bool,
 ) -> usize {
     let (min, per) = if hot {
         (PARALLEL_MIN_BYTES, BACK_TO_BACK_HELPER_BYTES)
     } else {
         let min = match direction {
+            Direction::HostToDevice if long_gap => LONG_GAP_WAKE_MIN_BYTES,
             Direction::HostToDevice => WAKE_MIN_BYTES,
             Direction::DeviceToHost => DOWNLOAD_WAKE_MIN_BYTES,
         };
@@ -132,27 +152,39 @@ mod tests {
     fn small_copies_after_a_gap_wake_nobody_and_large_ones_wake_up_to_the_cap() {
         let (up, down) = (Direction::HostToDevice, Direction::DeviceToHost);
         // After a gap: uploads nothing under 512 KiB, then one per 512 KiB.
-        assert_eq!(helpers_to_wake(150_528, 4, up, false), 0);
-        assert_eq!(helpers_to_wake((512 << 10) - 1, 4, up, false), 0);
-        assert_eq!(helpers_to_wake(512 << 10, 4, up, false), 1);
-        assert_eq!(helpers_to_wake(1 << 20, 4, up, false), 2);
-        assert_eq!(helpers_to_wake(4_915_200, 4, up, false), 3, "capped");
-        assert_eq!(helpers_to_wake(4_915_200, 16, up, false), 9);
+        assert_eq!(helpers_to_wake(150_528, 4, up, false, false), 0);
+        assert_eq!(helpers_to_wake((512 << 10) - 1, 4, up, false, false), 0);
+        assert_eq!(helpers_to_wake(512 << 10, 4, up, false, false), 1);
+        assert_eq!(helpers_to_wake(1 << 20, 4, up, false, false), 2);
+        assert_eq!(helpers_to_wake(4_915_200, 4, up, false, false), 3, "capped");
+        assert_eq!(helpers_to_wake(4_915_200, 16, up, false, false), 9);
+        // After a long gap: uploads nothing under 2 MiB.
+        assert_eq!(helpers_to_wake((2 << 20) - 1, 4, up, false, true), 0);
+        assert_eq!(helpers_to_wake(2 << 20, 4, up, false, true), 3);
+        assert_eq!(
+            helpers_to_wake(1 << 20, 4, up, true, true),
+            2,
+            "back to back"
+        );
         // Downloads: nobody, at any size.
         for bytes in [1 << 20, 2 << 20, 4_915_200, 64 << 20] {
-            assert_eq!(helpers_to_wake(bytes, 4, down, false), 0, "{bytes} B");
+            assert_eq!(
+                helpers_to_wake(bytes, 4, down, false, false),
+                0,
+                "{bytes} B"
+            );
         }
         for dir in [up, down] {
             // Back to back: at least one from 64 KiB, one per 512 KiB.
-            assert_eq!(helpers_to_wake((64 << 10) - 1, 4, dir, true), 0);
-            assert_eq!(helpers_to_wake(64 << 10, 4, dir, true), 1);
-            assert_eq!(helpers_to_wake(150_528, 4, dir, true), 1);
-            assert_eq!(helpers_to_wake(1 << 20, 4, dir, true), 2);
-            assert_eq!(helpers_to_wake(4_915_200, 4, dir, true), 3);
+            assert_eq!(helpers_to_wake((64 << 10) - 1, 4, dir, true, false), 0);
+            assert_eq!(helpers_to_wake(64 << 10, 4, dir, true, false), 1);
+            assert_eq!(helpers_to_wake(150_528, 4, dir, true, false), 1);
+            assert_eq!(helpers_to_wake(1 << 20, 4, dir, true, false), 2);
+            assert_eq!(helpers_to_wake(4_915_200, 4, dir, true, false), 3);
             // One thread: the caller alone.
-            assert_eq!(helpers_to_wake(64 << 20, 1, dir, false), 0);
-            assert_eq!(helpers_to_wake(64 << 20, 1, dir, true), 0);
-            assert_eq!(helpers_to_wake(64 << 20, 0, dir, true), 0);
+            assert_eq!(helpers_to_wake(64 << 20, 1, dir, false, false), 0);
+            assert_eq!(helpers_to_wake(64 << 20, 1, dir, true, false), 0);
+            assert_eq!(helpers_to_wake(64 << 20, 0, dir, true, false), 0);
         }
     }
 

@@ -169,6 +169,7 @@ impl StagingBuffer {
             host,
             back_to_back: self.burst.back_to_back(),
             paced: self.burst.paced(),
+            long_gap: self.burst.long_gap(),
             pinned: self.capacity().max(self.reserved),
         }
     }

@@ -10,6 +10,7 @@
 //! | `CUDA_SIM_FAULT` | `CODE@N`: the N-th call makes the device fail with CODE, stickily | none |
 //! | `CUDA_SIM_TRACE` | print every operation as it runs (to stderr) | off |
 //! | `CUDA_SIM_LEAK_REPORT` | at exit, append a line counting what the program left live to this file (`stderr`: there) | off |
+//! | `CUDA_SIM_LEAK_EXIT_STATUS` | with the report on, a program that left anything live ends with this exit status | its own |
 //! | `CUDA_VISIBLE_DEVICES` | as the driver reads it: which devices are seen, in order | all |
 
 use std::env;
@@ -34,6 +35,9 @@ pub struct Config {
     pub visible: Vec<usize>,
     /// Where the leak report goes at exit (`crate::leaks`), if anywhere.
     pub leak_report: Option<ReportTo>,
+    /// The exit status of a program that leaves anything live, when the report is on
+    /// (`None`: the program's own).
+    pub leak_exit_status: Option<i32>,
 }
 
 /// Where the leak report is written.
@@ -82,6 +86,12 @@ impl Config {
                         ReportTo::File(PathBuf::from(v))
                     }
                 }),
+            leak_exit_status: number("CUDA_SIM_LEAK_EXIT_STATUS").map(|n| {
+                i32::try_from(n)
+                    .ok()
+                    .filter(|&n| (1..=255).contains(&n))
+                    .unwrap_or_else(|| bad("CUDA_SIM_LEAK_EXIT_STATUS", &n.to_string()))
+            }),
         }
     }
 }

@@ -4,7 +4,11 @@
 //! `CUDA_SIM_LEAK_REPORT=PATH` appends one line per process to `PATH` at exit
 //! (`stderr`: writes it there), from a handler registered with `atexit` when the
 //! simulator is made (at the first call); the simulator's extra entry point
-//! `cuSimLeakReport` returns the same line on demand. The line:
+//! `cuSimLeakReport` returns the same line on demand. With
+//! `CUDA_SIM_LEAK_EXIT_STATUS=N` too, a program that left anything live ends with exit
+//! status `N` once the line is written (`_exit` from the handler), so that a test
+//! runner that knows nothing of the report fails on a leak: `cargo xtask mutants`
+//! counts a mutant that leaks as caught this way. The line:
 //!
 //! ```text
 //! cuda-sim leak report: pid=4242 streams=0 events=0 ... graph_execs=0 exe=/path/to/program
@@ -92,14 +96,16 @@ impl Live {
 /// What the program holds now, if anything is to be reported.
 pub type Count = fn() -> Option<Live>;
 
-/// Where the report goes at exit, and how to count: set by [`report_at_exit`].
-static AT_EXIT: OnceLock<(&'static ReportTo, Count)> = OnceLock::new();
+/// Where the report goes at exit, the exit status of a leak, and how to count: set by
+/// [`report_at_exit`].
+static AT_EXIT: OnceLock<(&'static ReportTo, Option<i32>, Count)> = OnceLock::new();
 
-/// Writes the report if `CUDA_SIM_LEAK_REPORT` asked for it. Called by the C
-/// library's exit handlers: it takes none of the simulator's locks and never
+/// Writes the report if `CUDA_SIM_LEAK_REPORT` asked for it, and ends the process
+/// with the status `CUDA_SIM_LEAK_EXIT_STATUS` names if anything is live. Called by
+/// the C library's exit handlers: it takes none of the simulator's locks and never
 /// panics (a failed write is reported on stderr).
 extern "C" fn at_exit() {
-    let Some((to, count)) = AT_EXIT.get() else {
+    let Some((to, leak_status, count)) = AT_EXIT.get() else {
         return;
     };
     let Some(live) = count() else {
@@ -122,12 +128,20 @@ extern "C" fn at_exit() {
             "cuda-sim: cannot write the leak report to {to:?}: {e}\n{line}"
         );
     }
+    if let Some(status) = *leak_status {
+        if live != Live::default() {
+            // SAFETY: `_exit` ends the process at once, running no other handler;
+            // what this one had to write is written.
+            unsafe { libc::_exit(status) }
+        }
+    }
 }
 
 /// Has [`at_exit`] write what `count` says (`None`: nothing) to `to` when the process
-/// exits (from `Sim::new`, once, when `CUDA_SIM_LEAK_REPORT` is set).
-pub fn report_at_exit(to: &'static ReportTo, count: Count) {
-    if AT_EXIT.set((to, count)).is_err() {
+/// exits, and end it with `leak_status` if anything is live (from `Sim::new`, once,
+/// when `CUDA_SIM_LEAK_REPORT` is set).
+pub fn report_at_exit(to: &'static ReportTo, leak_status: Option<i32>, count: Count) {
+    if AT_EXIT.set((to, leak_status, count)).is_err() {
         return;
     }
     // SAFETY: `at_exit` is a plain `extern "C" fn()` that neither unwinds nor takes

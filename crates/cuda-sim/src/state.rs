@@ -68,7 +68,7 @@ impl Sim {
             })
             .collect();
         if let Some(to) = &m.cfg.leak_report {
-            crate::leaks::report_at_exit(to, || made().map(Sim::live));
+            crate::leaks::report_at_exit(to, m.cfg.leak_exit_status, || made().map(Sim::live));
         }
         Sim {
             primaries,

@@ -312,6 +312,36 @@ fn a_program_that_destroys_everything_is_reported_holding_nothing() {
 }
 
 #[test]
+fn with_a_leak_exit_status_a_leaky_program_ends_with_it_and_a_tidy_one_with_its_own() {
+    const TEST: &str =
+        "with_a_leak_exit_status_a_leaky_program_ends_with_it_and_a_tidy_one_with_its_own";
+    if is_child("leaky") {
+        let _leaked = make(sim());
+        return;
+    }
+    if is_child("tidy") {
+        let d = sim();
+        let o = make(d);
+        destroy(d, o);
+        return;
+    }
+    let env = [
+        ("CUDA_SIM_LEAK_REPORT", "stderr"),
+        ("CUDA_SIM_LEAK_EXIT_STATUS", "86"),
+    ];
+    let leaky = run_child(TEST, "leaky", &env);
+    let err = String::from_utf8_lossy(&leaky.stderr);
+    assert_eq!(leaky.status.code(), Some(86), "the leak's status:\n{err}");
+    assert!(
+        err.contains("cuda-sim leak report: "),
+        "the line first:\n{err}"
+    );
+    let tidy = run_child(TEST, "tidy", &env);
+    let err = String::from_utf8_lossy(&tidy.stderr);
+    assert!(tidy.status.success(), "nothing leaked:\n{err}");
+}
+
+#[test]
 fn the_report_on_demand_refuses_a_buffer_too_short() {
     let _ = sim();
     // SAFETY: the simulator's signature of its own entry point.

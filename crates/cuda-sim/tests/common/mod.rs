@@ -250,8 +250,13 @@ pub fn is_child(scenario: &str) -> bool {
 pub fn run_child(test: &str, scenario: &str, env: &[(&str, &str)]) -> Output {
     let exe = std::env::current_exe().expect("current_exe");
     let mut cmd = Command::new(exe);
+    // The leak report is the child's only as `env` asks: one that inherited a
+    // runner's (`cargo xtask test-gpu --sim`, `cargo xtask mutants`) would write
+    // into it, and could end with its leak status.
     cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
-        .env(CHILD, scenario);
+        .env(CHILD, scenario)
+        .env_remove("CUDA_SIM_LEAK_REPORT")
+        .env_remove("CUDA_SIM_LEAK_EXIT_STATUS");
     for (k, v) in env {
         cmd.env(k, v);
     }

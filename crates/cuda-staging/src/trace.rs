@@ -30,7 +30,8 @@
 //! code emits inside `fill` nest under it.
 //!
 //! Cost. Without the feature, [`TransferSpan`] is a zero-sized type whose methods
-//! are empty and inlined: nothing of it is compiled into a transfer. With the
+//! test an `Option` that is always `None`, of a type with no values, so the compiler
+//! drops them: nothing of it is compiled into a transfer. With the
 //! feature and no subscriber that wants `DEBUG` spans of `cuda_staging`, opening the
 //! span is tracing's level check and callsite check (two relaxed atomic loads), and
 //! every later method a test of an `Option`: no clock read, no field formatted, no
@@ -59,8 +60,6 @@ pub(crate) enum SpanRoute {
     Ring,
 }
 
-// Without the feature the labels are read only by the tests.
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 impl SpanRoute {
     /// How an `upload` / `download` that `routing` sent `route` went, staged in
     /// `chunks` pieces.
@@ -95,8 +94,8 @@ pub(crate) const fn direction_label(direction: Direction) -> &'static str {
     }
 }
 
-/// One transfer's span: opened by [`TransferSpan::start`], closed when dropped.
-#[cfg(feature = "tracing")]
+/// One transfer's span: opened by [`TransferSpan::start`], closed when dropped;
+/// `None` when no subscriber wants it, and always without the feature.
 pub(crate) struct TransferSpan(Option<Active>);
 
 /// A span some subscriber wants.
@@ -107,10 +106,42 @@ struct Active {
     succeeded: bool,
 }
 
+/// Without the `tracing` feature no span is wanted: `TransferSpan` holds an
+/// `Option` of this empty type, which takes no space, so every method below
+/// compiles to nothing.
+#[cfg(not(feature = "tracing"))]
+enum Active {}
+
 #[cfg(feature = "tracing")]
+impl Active {
+    /// Records `value` in `field`.
+    #[inline]
+    fn record(&self, field: &str, value: impl tracing::Value) -> &Active {
+        self.span.record(field, value);
+        self
+    }
+
+    /// Records the time since the span opened, and `failed` unless it succeeded.
+    fn close(&self) {
+        self.record("elapsed_us", tenths_of_us(self.start.elapsed()));
+        if !self.succeeded {
+            self.record("failed", true);
+        }
+    }
+}
+
+#[cfg(not(feature = "tracing"))]
+impl Active {
+    #[inline(always)]
+    fn record<V>(&self, _field: &str, _value: V) -> &Active {
+        match *self {}
+    }
+}
+
 impl TransferSpan {
     /// Opens and enters the span of a transfer of `bytes` (non-zero, checked), moving
     /// `direction`, made by the method `op`.
+    #[cfg(feature = "tracing")]
     #[inline]
     pub(crate) fn start(op: &'static str, direction: Direction, bytes: usize) -> TransferSpan {
         use tracing::field::Empty;
@@ -138,8 +169,15 @@ impl TransferSpan {
         }))
     }
 
+    /// Without the feature: no span.
+    #[cfg(not(feature = "tracing"))]
+    #[inline(always)]
+    pub(crate) fn start(_op: &'static str, _direction: Direction, _bytes: usize) -> TransferSpan {
+        TransferSpan(None)
+    }
+
     /// Whether a subscriber records this span.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "tracing"))]
     pub(crate) fn is_recorded(&self) -> bool {
         self.0.is_some()
     }
@@ -148,7 +186,7 @@ impl TransferSpan {
     #[inline]
     pub(crate) fn route(&self, route: SpanRoute) {
         if let Some(a) = &self.0 {
-            a.span.record("route", route.label());
+            a.record("route", route.label());
         }
     }
 
@@ -156,8 +194,7 @@ impl TransferSpan {
     #[inline]
     pub(crate) fn staged(&self, chunks: usize) {
         if let Some(a) = &self.0 {
-            a.span
-                .record("route", SpanRoute::of(Route::Staged, chunks).label())
+            a.record("route", SpanRoute::of(Route::Staged, chunks).label())
                 .record("chunks", chunks as u64);
         }
     }
@@ -166,7 +203,7 @@ impl TransferSpan {
     #[inline]
     pub(crate) fn parts(&self, parts: usize) {
         if let Some(a) = &self.0 {
-            a.span.record("parts", parts as u64);
+            a.record("parts", parts as u64);
         }
     }
 
@@ -176,8 +213,7 @@ impl TransferSpan {
     pub(crate) fn copied(&self, copier: Copier<'_>, copy_bytes: usize) {
         if let Some(a) = &self.0 {
             let threads = copier.threads_for(copy_bytes);
-            a.span
-                .record("copy_threads", threads as u64)
+            a.record("copy_threads", threads as u64)
                 .record("helpers", threads.saturating_sub(1) as u64);
         }
     }
@@ -195,13 +231,14 @@ impl TransferSpan {
     #[inline]
     pub(crate) fn no_copy(&self) {
         if let Some(a) = &self.0 {
-            a.span.record("copy_threads", 0u64).record("helpers", 0u64);
+            a.record("copy_threads", 0u64).record("helpers", 0u64);
         }
     }
 
     /// Marks the transfer done.
     #[inline]
     pub(crate) fn succeeded(&mut self) {
+        #[cfg(feature = "tracing")]
         if let Some(a) = &mut self.0 {
             a.succeeded = true;
         }
@@ -212,51 +249,15 @@ impl TransferSpan {
 impl Drop for TransferSpan {
     fn drop(&mut self) {
         if let Some(a) = &self.0 {
-            a.span.record("elapsed_us", tenths_of_us(a.start.elapsed()));
-            if !a.succeeded {
-                a.span.record("failed", true);
-            }
+            a.close();
         }
     }
 }
 
 /// `d` in µs, to a tenth.
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+#[cfg(feature = "tracing")]
 fn tenths_of_us(d: std::time::Duration) -> f64 {
     (d.as_nanos() as f64 / 100.0).round() / 10.0
-}
-
-/// Without the `tracing` feature: nothing, in no space.
-#[cfg(not(feature = "tracing"))]
-pub(crate) struct TransferSpan;
-
-#[cfg(not(feature = "tracing"))]
-impl TransferSpan {
-    #[inline(always)]
-    pub(crate) fn start(_op: &'static str, _direction: Direction, _bytes: usize) -> TransferSpan {
-        TransferSpan
-    }
-
-    #[inline(always)]
-    pub(crate) fn route(&self, _route: SpanRoute) {}
-
-    #[inline(always)]
-    pub(crate) fn staged(&self, _chunks: usize) {}
-
-    #[inline(always)]
-    pub(crate) fn parts(&self, _parts: usize) {}
-
-    #[inline(always)]
-    pub(crate) fn copied(&self, _copier: Copier<'_>, _copy_bytes: usize) {}
-
-    #[inline(always)]
-    pub(crate) fn copied_parts(&self, _copier: Copier<'_>, _lens: &[usize]) {}
-
-    #[inline(always)]
-    pub(crate) fn no_copy(&self) {}
-
-    #[inline(always)]
-    pub(crate) fn succeeded(&mut self) {}
 }
 
 #[cfg(test)]

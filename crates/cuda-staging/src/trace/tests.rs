@@ -1,4 +1,5 @@
-//! The route labels, with or without the feature; with it, the span's name, target,
+//! The route labels, with or without the feature; with it, the elapsed time's
+//! rounding and the span's name, target,
 //! level and fields as a subscriber sees them (no GPU: the span is driven by hand
 //! as the transfers drive it; `tests/route_tracing.rs` checks the real transfers on
 //! a GPU).
@@ -26,6 +27,7 @@ fn routes_are_labelled_as_documented() {
     assert_eq!(direction_label(Direction::DeviceToHost), "d2h");
 }
 
+#[cfg(feature = "tracing")]
 #[test]
 fn elapsed_time_is_in_microseconds_to_a_tenth() {
     use std::time::Duration;

@@ -13,8 +13,14 @@
 //! simulator cannot run (`test_sim::NOT_ON_SIMULATOR`, each with its reason), the ones
 //! that leak on purpose (`test_sim::LEAKS_BY_DESIGN`), the soak test, and the CPU
 //! test that no driver loads (the simulator is one). Doctests do not run. A mutant
-//! whose tests run past cargo-mutants' timeout (three times the unmutated run's)
-//! counts as caught: a hang is a failure a user would see.
+//! whose tests run past the timeout (three times the unmutated run's) counts as
+//! caught: a hang is a failure a user would see. So does a mutant that leaks: every
+//! process runs with the simulator's leak report on and `CUDA_SIM_LEAK_EXIT_STATUS`,
+//! so one that ends holding a stream, event, context or allocation fails.
+//!
+//! The unmutated baseline is built and timed here, with the very command each mutant
+//! runs, and cargo-mutants' own is skipped: it tests only the mutated packages, so a
+//! cuda-core file's baseline could not take cuda-staging's feature.
 //!
 //! The results land in `target/mutants/mutants.out` (cargo-mutants' own files), and
 //! the table per file, caught / timed out / missed / unviable and the score (caught
@@ -55,6 +61,38 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-staging/src/ring/slots.rs",
 ];
 
+/// What every test run here builds and runs: the workspace's test targets in release,
+/// with cuda-staging's `tracing` feature. Doctests are left out: with
+/// `--include-ignored` they would compile the README's `ignore`d snippets too. So is
+/// cuda-sim: its tests check the simulator, no mutated file, and some leave objects
+/// live on purpose, which the leak status would fail.
+const TEST_ARGS: &[&str] = &[
+    "--release",
+    "--workspace",
+    "--exclude",
+    "cuda-sim",
+    "--features",
+    "cuda-staging/tracing",
+    "--lib",
+    "--bins",
+    "--tests",
+];
+
+/// A mutant's tests time out after this many times the unmutated run's: a hang is a
+/// failure a user would see, and counts as caught.
+const TIMEOUT_MULTIPLIER: u64 = 3;
+
+/// The least test timeout, in seconds, however quick the unmutated run.
+const MIN_TIMEOUT_S: u64 = 60;
+
+/// A mutant's build times out after this many seconds (the first one builds the whole
+/// workspace in release in cargo-mutants' copy of the tree: about 1.5 min on 2 cores).
+const BUILD_TIMEOUT_S: u64 = 900;
+
+/// The exit status of a test process that ends holding a simulator object
+/// (`CUDA_SIM_LEAK_EXIT_STATUS`).
+const LEAK_EXIT_STATUS: u8 = 86;
+
 /// The soak test: minutes of random transfers, too long to run per mutant.
 const SOAK_TEST: &str = "soak_random_transfers_through_every_path";
 
@@ -68,6 +106,10 @@ pub struct Args {
     /// testing any.
     #[arg(long)]
     list: bool,
+    /// Only the mutants whose name matches this regular expression (cargo-mutants'
+    /// `--re`), for example one survivor again after a test was added for it.
+    #[arg(long, value_name = "REGEX")]
+    re: Option<String>,
     /// Source files to mutate (default: the list in xtask/src/mutants.rs).
     #[arg(value_name = "FILE")]
     files: Vec<String>,
@@ -95,23 +137,58 @@ pub fn run(args: &Args) -> Result<()> {
     for f in &files {
         mutants = mutants.args(["--file", f]);
     }
+    if let Some(re) = &args.re {
+        mutants = mutants.args(["--re", re]);
+    }
     if args.list {
         return mutants.arg("--list").run().context("cargo mutants --list");
     }
     let meta = Metadata::load()?;
     let driver = test_sim::build_simulator(&sh, &meta, &[])?;
+    let mut env = test_sim::simulator_env(&driver, 2, 1, 200);
+    // A process that ends holding a stream, event, context or allocation fails, so
+    // that a mutant that leaks one (a `Drop` that destroys nothing) is caught.
+    env.push(("CUDA_SIM_LEAK_REPORT".into(), "stderr".into()));
+    env.push((
+        "CUDA_SIM_LEAK_EXIT_STATUS".into(),
+        LEAK_EXIT_STATUS.to_string(),
+    ));
+    // cargo-mutants' own baseline tests the mutated packages only, and so cannot take
+    // `--features cuda-staging/tracing` when a cuda-core file is mutated; it would
+    // also time the mutants against a smaller run than theirs. So the unmutated
+    // baseline is the very command each mutant runs, built and timed here.
+    let mut build = cmd!(sh, "cargo test --no-run").args(TEST_ARGS);
+    let mut test = cmd!(sh, "cargo test")
+        .args(TEST_ARGS)
+        .args(["--", "--include-ignored"]);
+    for skip in skipped() {
+        test = test.args(["--skip", skip]);
+    }
+    for (k, v) in &env {
+        build = build.env(k, v);
+        test = test.env(k, v);
+    }
+    let started = std::time::Instant::now();
+    build.run().context("the unmutated build")?;
+    let build_s = started.elapsed().as_secs();
+    let started = std::time::Instant::now();
+    test.run()
+        .context("the unmutated tests fail, so no mutant can be judged")?;
+    let test_s = started.elapsed().as_secs();
+    let timeout = (TIMEOUT_MULTIPLIER * test_s).max(MIN_TIMEOUT_S);
+    println!("unmutated: {build_s} s to build, {test_s} s to test; a mutant's tests time out after {timeout} s");
     let output = meta.target_dir.join("mutants");
     let mut mutants = mutants
-        .args([
-            "--cargo-arg=--release",
-            "--timeout-multiplier",
-            "3",
-            "--output",
-        ])
+        .arg("--baseline=skip")
+        .args(["--timeout", &timeout.to_string()])
+        .args(["--build-timeout", &BUILD_TIMEOUT_S.to_string()])
+        .arg("--output")
         .arg(&output)
         // The spans are code of the transfer core too: with the feature on they
         // record, and `route_tracing` checks what they say.
         .arg("--features=cuda-staging/tracing")
+        .arg("--cargo-arg=--release")
+        .arg("--cargo-arg=--exclude=cuda-sim")
         // Test targets only: with --include-ignored, doctests would compile the
         // README's `ignore`d snippets too.
         .args([
@@ -125,7 +202,7 @@ pub fn run(args: &Args) -> Result<()> {
     for skip in skipped() {
         mutants = mutants.args(["--skip", skip]);
     }
-    for (k, v) in test_sim::simulator_env(&driver, 2, 1, 200) {
+    for (k, v) in env {
         mutants = mutants.env(k, v);
     }
     println!("$ {mutants}");

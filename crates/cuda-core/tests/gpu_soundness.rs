@@ -85,7 +85,7 @@ fn reading_pinned_memory_right_after_queueing_a_download_sees_the_download() {
     let stream = Stream::new(&ctx).expect("Stream::new");
     let mut d = DeviceBuffer::<u32>::alloc(LEN).expect("alloc");
     let mut p = PinnedBuffer::<u32>::alloc(LEN).expect("pinned");
-    let cases: [ReadCase; 7] = [
+    let cases: [ReadCase; 10] = [
         ("PinnedBuffer Deref", |s, d, p, data, what| {
             s.memcpy_dtoh(d, p).expect("memcpy_dtoh");
             let got: &[u32] = p;
@@ -129,6 +129,36 @@ fn reading_pinned_memory_right_after_queueing_a_download_sees_the_download() {
             assert_same(what, &data[mid..], &b);
             assert_same(what, &data[..mid], &a);
         }),
+        // A writable view starts with the pending copies of what it was taken from.
+        (
+            "a PinnedViewMut taken after queueing",
+            |s, d, p, data, what| {
+                s.memcpy_dtoh(d, p).expect("memcpy_dtoh");
+                let view = p.slice_mut(..).expect("slice_mut");
+                assert_same(what, data, &view);
+            },
+        ),
+        (
+            "the halves of split_at_mut taken after queueing",
+            |s, d, p, data, what| {
+                s.memcpy_dtoh(d, p).expect("memcpy_dtoh");
+                let mid = LEN / 3;
+                let (a, b) = p.split_at_mut(mid).expect("split_at_mut");
+                assert_same(what, &data[mid..], &b);
+                assert_same(what, &data[..mid], &a);
+            },
+        ),
+        (
+            "the halves of a PinnedViewMut split after queueing through it",
+            |s, d, p, data, what| {
+                let mut view = p.slice_mut(..).expect("slice_mut");
+                s.memcpy_dtoh(d, &mut view).expect("memcpy_dtoh");
+                let mid = LEN / 4;
+                let (a, b) = view.split_at(mid).expect("PinnedViewMut::split_at");
+                assert_same(what, &data[mid..], &b);
+                assert_same(what, &data[..mid], &a);
+            },
+        ),
     ];
     for (round, (how, case)) in cases.into_iter().enumerate() {
         let what = format!("read through {how} right after a queued download");

@@ -42,6 +42,12 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
 
+    if settings.sizes.is_empty() {
+        // `BENCH_CELLS` names only other executables' cells (an `--ab` of frame
+        // cells): nothing to measure here, and no empty host buffer to register.
+        eprintln!("benches: no cell of this executable is selected by BENCH_CELLS");
+        return ExitCode::SUCCESS;
+    }
     let gpu = match Gpu::open_for("benches", mode) {
         Ok(g) => g,
         Err(exit) => return exit,

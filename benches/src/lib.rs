@@ -562,6 +562,20 @@ mod tests {
     }
 
     #[test]
+    fn cells_pick_the_transfer_sizes_they_name_and_frame_cells_pick_none() {
+        let one = cells::CellFilter::parse(Some("back-to-back/H2D/150528/copy-in"));
+        assert_eq!(BenchSettings::full().for_cells(one).sizes, [150_528]);
+        let by_size = cells::CellFilter::parse(Some("*/4915200"));
+        assert_eq!(BenchSettings::full().for_cells(by_size).sizes, [4_915_200]);
+        // An `--ab` of frame cells leaves `transfers` nothing, which its `main`
+        // reports and exits 0 on, instead of registering an empty host buffer.
+        let frames = cells::CellFilter::parse(Some("sleep-16ms/H2D/1048576,busy-2ms"));
+        let settings = BenchSettings::full().for_cells(frames);
+        assert!(settings.sizes.is_empty());
+        assert_eq!(settings.max_bytes(), 0);
+    }
+
+    #[test]
     fn group_ids_follow_the_renderer_contract() {
         assert_eq!(group_id(Direction::HostToDevice, 150_528), "H2D/150528");
         assert_eq!(group_id(Direction::DeviceToHost, 4096), "D2H/4096");

@@ -104,6 +104,14 @@ fn elapsed_ms_of_a_64_mib_copy_is_plausible() {
         Event::with_timing(&ctx).expect("with_timing"),
     );
     assert!(start.has_timing() && end.has_timing());
+    // Debug names the handle and whether it times work, as a log line needs.
+    let shown = format!("{start:?}");
+    assert!(
+        shown.starts_with("Event {")
+            && shown.contains(&format!("raw: {:?}", start.as_raw()))
+            && shown.contains("timing: true"),
+        "{shown}"
+    );
     let len = 64 * MIB;
     let mut host = PinnedBuffer::<u8>::alloc(len).expect("pinned");
     fill(&mut host, seed("elapsed", 0));

@@ -114,4 +114,91 @@ mod tests {
         assert_eq!(for_bytes(WaitPolicy::Spin, 1 << 30), WaitPolicy::Spin);
         assert_eq!(for_bytes(WaitPolicy::Block, 1 << 30), WaitPolicy::Block);
     }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+    fn a_transfer_s_wait_keeps_spin_and_block_and_fits_hybrid_to_the_stream() {
+        let ctx = cuda_core::Context::new(0).expect("this test needs CUDA device 0");
+        let stream = Stream::new(&ctx).expect("Stream::new");
+        // 4 µs of link time, granted without asking; 123 µs, which asks the stream.
+        let (small, large) = (150_528, 4_915_200);
+        assert!(link_time(small) < ASK_FROM && link_time(large) >= ASK_FROM);
+        let hybrid = WaitPolicy::default();
+
+        // An idle stream.
+        for policy in [WaitPolicy::Spin, WaitPolicy::Block] {
+            assert_eq!(for_transfer(policy, small, &stream), policy);
+            assert_eq!(for_transfer(policy, large, &stream), policy);
+        }
+        assert_eq!(
+            for_transfer(hybrid, small, &stream),
+            for_bytes(hybrid, small)
+        );
+        assert_ne!(for_bytes(hybrid, small), hybrid);
+        // Nothing queued ahead of a large transfer: the driver's spinning wait.
+        assert_eq!(for_transfer(hybrid, large, &stream), WaitPolicy::Spin);
+        // The edge: 9 µs of link time is granted, 10 µs asks.
+        assert_eq!(link_time(360_000), ASK_FROM - Duration::from_micros(1));
+        assert_eq!(link_time(400_000), ASK_FROM);
+        assert_eq!(
+            for_transfer(hybrid, 360_000, &stream),
+            for_bytes(hybrid, 360_000)
+        );
+        assert_eq!(for_transfer(hybrid, 400_000, &stream), WaitPolicy::Spin);
+
+        // A stream busy with 64 MiB (over a ms on a PCIe Gen5 link): the large
+        // transfer keeps the policy, and so sleeps through the work ahead of it.
+        let len = 64 << 20;
+        let host = cuda_core::PinnedBuffer::<u8>::alloc(len).expect("pinned");
+        let mut device = cuda_core::DeviceBuffer::<u8>::alloc(len).expect("alloc");
+        stream.memcpy_htod(&host, &mut device).expect("memcpy_htod");
+        assert!(!stream.query().expect("query"), "64 MiB landed at once");
+        assert_eq!(for_transfer(hybrid, large, &stream), hybrid);
+        assert_eq!(
+            for_transfer(WaitPolicy::Block, large, &stream),
+            WaitPolicy::Block
+        );
+        stream.synchronize().expect("synchronize");
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+    fn a_driver_copy_waits_first_for_the_work_ahead_only_where_the_driver_would_hold_it() {
+        use Direction::{DeviceToHost as D2H, HostToDevice as H2D};
+        let ctx = cuda_core::Context::new(0).expect("this test needs CUDA device 0");
+        let stream = Stream::new(&ctx).expect("Stream::new");
+        let (small, large) = (150_528, 4_915_200);
+        let hybrid = WaitPolicy::default();
+        // 256 MiB ahead on the stream: 5 ms or more on a PCIe Gen5 link.
+        let len = 256 << 20;
+        let host = cuda_core::PinnedBuffer::<u8>::alloc(len).expect("pinned");
+        let mut device = cuda_core::DeviceBuffer::<u8>::alloc(len).expect("alloc");
+        // (policy, direction, bytes, the wait returned, whether the call waited for
+        // the work ahead): a download, or an upload from 10 µs of link time, is held
+        // up by the driver, so it waits first as the policy says (Spin excepted).
+        let cases = [
+            (hybrid, H2D, small, for_bytes(hybrid, small), false),
+            (hybrid, D2H, small, for_bytes(hybrid, small), true),
+            (hybrid, H2D, large, WaitPolicy::Spin, true),
+            (hybrid, D2H, large, WaitPolicy::Spin, true),
+            (WaitPolicy::Block, H2D, small, WaitPolicy::Block, false),
+            (WaitPolicy::Block, H2D, large, WaitPolicy::Block, true),
+            (WaitPolicy::Block, D2H, small, WaitPolicy::Block, true),
+            (WaitPolicy::Spin, D2H, large, WaitPolicy::Spin, false),
+            (WaitPolicy::Spin, H2D, large, WaitPolicy::Spin, false),
+        ];
+        for (policy, direction, bytes, wait, waited) in cases {
+            let case = format!("{policy:?} {direction:?} {bytes} B");
+            // Idle: nothing to wait for, and the same wait.
+            let got = for_driver_copy(policy, direction, bytes, &stream).expect(&case);
+            assert_eq!(got, wait, "{case}, idle stream");
+            stream.memcpy_htod(&host, &mut device).expect("memcpy_htod");
+            assert!(!stream.query().expect("query"), "256 MiB landed at once");
+            let got = for_driver_copy(policy, direction, bytes, &stream).expect(&case);
+            assert_eq!(got, wait, "{case}, busy stream");
+            let idle = stream.query().expect("query");
+            assert_eq!(idle, waited, "{case}: waited for the work ahead");
+            stream.synchronize().expect("synchronize");
+        }
+    }
 }

@@ -415,3 +415,78 @@ fn page_locked_detection_follows_the_registration() {
     }
     assert_eq!(staging.stats().transfers(), 8);
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_page_lock_answer_serves_the_next_64_transfers_of_that_range_only() {
+    // page_lock.rs keeps the driver's answer for one range per direction and serves
+    // it to the next 64 uploads of the same range, then asks again; a range of
+    // another length, even from the same address, is asked about at once. A stale
+    // "page-locked" sends pageable memory to the driver's copy, which takes any
+    // memory, so the data arrives either way (checked on every upload here).
+    let (ctx, stream) = gpu();
+    let upload = |staging: &mut StagingBuffer, host: &mut [u8], what: &str| {
+        let s = seed();
+        fill_pattern(host, s);
+        let mut dev = device_with::<u8>(host.len(), seed());
+        staging.upload(&mut dev, host, &stream).expect(what);
+        check(what, &device_contents(&dev), s);
+    };
+    let pinned_source = |staging: &StagingBuffer| staging.stats().pinned_source_transfers;
+
+    // Blocks of 64 KiB: 0 pageable, 1-2 registered, 3 pageable.
+    let mut foreign = ForeignLocked::new(&ctx, 4, &[1..3]);
+    let region = foreign.region();
+    let b = LOCK_BLOCK;
+    let mut staging = staged_buffer();
+    upload(&mut staging, &mut region[b..4 * b], "blocks 1-3");
+    assert_eq!(
+        pinned_source(&staging),
+        0,
+        "blocks 1-3: {:?}",
+        staging.stats()
+    );
+    upload(&mut staging, &mut region[b..3 * b], "blocks 1-2");
+    assert_eq!(
+        pinned_source(&staging),
+        1,
+        "blocks 1-2, after 1-3: {:?}",
+        staging.stats()
+    );
+
+    // A registration, then the same memory unregistered: the remembered answer
+    // serves 64 uploads, and the 65th asks the driver.
+    let n = 2 * LOCK_BLOCK;
+    let (mut v, off) = registrable::<u8>(n);
+    let mut staging = staged_buffer();
+    let mut reg = HostRegistration::new(&ctx, &mut v[off..off + n]).expect("HostRegistration");
+    upload(&mut staging, &mut reg, "registered");
+    assert_eq!(
+        pinned_source(&staging),
+        1,
+        "registered: {:?}",
+        staging.stats()
+    );
+    reg.unregister().expect("unregister");
+    for k in 1..=64 {
+        upload(
+            &mut staging,
+            &mut v[off..off + n],
+            &format!("remembered answer {k}"),
+        );
+    }
+    assert_eq!(
+        pinned_source(&staging),
+        65,
+        "64 remembered answers: {:?}",
+        staging.stats()
+    );
+    upload(&mut staging, &mut v[off..off + n], "the driver asked again");
+    assert_eq!(
+        pinned_source(&staging),
+        65,
+        "asked again: {:?}",
+        staging.stats()
+    );
+    assert_eq!(staging.stats().staged_transfers, 1, "{:?}", staging.stats());
+}

@@ -435,7 +435,8 @@ fn a_page_lock_answer_serves_the_next_64_transfers_of_that_range_only() {
     let pinned_source = |staging: &StagingBuffer| staging.stats().pinned_source_transfers;
 
     // Blocks of 64 KiB: 0 pageable, 1-2 registered, 3 pageable.
-    let mut foreign = ForeignLocked::new(&ctx, 4, &[1..3]);
+    let blocks_1_to_2 = 1..3;
+    let mut foreign = ForeignLocked::new(&ctx, 4, std::slice::from_ref(&blocks_1_to_2));
     let region = foreign.region();
     let b = LOCK_BLOCK;
     let mut staging = staged_buffer();

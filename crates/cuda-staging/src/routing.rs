@@ -76,16 +76,6 @@ pub(crate) enum Host {
     },
 }
 
-/// The answers [`decide`] asks for, each only when the decision depends on it.
-pub(crate) trait Ask {
-    /// Whether the caller's host memory is page-locked ([`Host::Caller`], within the
-    /// lower bound).
-    fn page_locked(&mut self) -> bool;
-    /// How many pool helpers are free to take part now (idle cores plus helpers
-    /// spinning); `None` without a pool. Asked when the copy would wake some.
-    fn free_helpers(&mut self) -> Option<usize>;
-}
-
 /// How a transfer's host copy runs: on up to `threads` threads, the caller
 /// included, `helpers` of them pool helpers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,15 +133,21 @@ impl Decision {
 }
 
 /// The route and plan of transfer `t` of a buffer configured by `config`; see the
-/// module docs. `ask` is asked whether the host memory is page-locked only for a
-/// [`Host::Caller`] transfer at or above the lower bound, and for free helpers only
-/// when the copy would wake some.
-pub(crate) fn decide(config: &StagingConfig, t: &Transfer, ask: &mut impl Ask) -> Decision {
+/// module docs. `page_locked` (whether the caller's host memory is) is asked only
+/// for a [`Host::Caller`] transfer at or above the lower bound; `free_helpers` (how
+/// many pool helpers could take part now, `None` without a pool) only when the copy
+/// would wake some.
+pub(crate) fn decide(
+    config: &StagingConfig,
+    t: &Transfer,
+    page_locked: impl FnOnce() -> bool,
+    free_helpers: impl FnOnce() -> Option<usize>,
+) -> Decision {
     if t.host == Host::Caller {
         if t.bytes < config.stage_min_bytes.get(t.direction) {
             return Decision::Driver;
         }
-        if ask.page_locked() {
+        if page_locked() {
             return Decision::PageLocked;
         }
         if !config.stages(t.direction, t.bytes) {
@@ -166,7 +162,7 @@ pub(crate) fn decide(config: &StagingConfig, t: &Transfer, ask: &mut impl Ask) -
             t.bytes,
             t.direction,
             (t.back_to_back, t.long_gap),
-            || ask.free_helpers(),
+            free_helpers,
         );
         match t.direction {
             Direction::HostToDevice => at_most(copy, UPLOAD_MAX_THREADS),
@@ -253,21 +249,31 @@ mod tests {
     use crate::direction::PerDirection;
 
     /// Fixed answers, and a count of the questions.
+    use std::cell::Cell;
+
+    /// The two answers, each counting how often it was asked.
     struct Answers {
         page_locked: bool,
         free: Option<usize>,
-        asked_lock: u32,
-        asked_free: u32,
+        asked_lock: Cell<u32>,
+        asked_free: Cell<u32>,
     }
 
-    impl Ask for Answers {
-        fn page_locked(&mut self) -> bool {
-            self.asked_lock += 1;
-            self.page_locked
+    impl Answers {
+        fn decide(&self, config: &StagingConfig, t: &Transfer) -> Decision {
+            let lock = || {
+                self.asked_lock.set(self.asked_lock.get() + 1);
+                self.page_locked
+            };
+            let free = || {
+                self.asked_free.set(self.asked_free.get() + 1);
+                self.free
+            };
+            decide(config, t, lock, free)
         }
-        fn free_helpers(&mut self) -> Option<usize> {
-            self.asked_free += 1;
-            self.free
+
+        fn asked(&self) -> (u32, u32) {
+            (self.asked_lock.get(), self.asked_free.get())
         }
     }
 
@@ -275,8 +281,8 @@ mod tests {
         Answers {
             page_locked,
             free,
-            asked_lock: 0,
-            asked_free: 0,
+            asked_lock: Cell::new(0),
+            asked_free: Cell::new(0),
         }
     }
 
@@ -408,7 +414,7 @@ mod tests {
         let wrong: Vec<String> = table
             .iter()
             .filter_map(|(name, config, t, locked, free, want)| {
-                let got = summary(decide(config, t, &mut answers(*locked, *free)));
+                let got = summary(answers(*locked, *free).decide(config, t));
                 (got != *want).then(|| format!("{name}: got {got:?}, want {want:?}"))
             })
             .collect();
@@ -419,31 +425,31 @@ mod tests {
     fn nothing_is_asked_that_the_decision_does_not_need() {
         let d = StagingConfig::default();
         // Below the lower bound: neither question.
-        let mut a = answers(true, Some(3));
-        assert_eq!(decide(&d, &caller(4096, UP), &mut a), Decision::Driver);
-        assert_eq!((a.asked_lock, a.asked_free), (0, 0));
+        let a = answers(true, Some(3));
+        assert_eq!(a.decide(&d, &caller(4096, UP)), Decision::Driver);
+        assert_eq!(a.asked(), (0, 0));
         // Page-locked: no helper question.
-        let mut a = answers(true, Some(3));
-        assert_eq!(decide(&d, &caller(FRAME, UP), &mut a), Decision::PageLocked);
-        assert_eq!((a.asked_lock, a.asked_free), (1, 0));
+        let a = answers(true, Some(3));
+        assert_eq!(a.decide(&d, &caller(FRAME, UP)), Decision::PageLocked);
+        assert_eq!(a.asked(), (1, 0));
         // A copy that wakes nobody (a download after a gap): no helper question.
-        let mut a = answers(false, Some(3));
-        decide(&d, &caller(FRAME, DOWN), &mut a);
-        assert_eq!((a.asked_lock, a.asked_free), (1, 0));
+        let a = answers(false, Some(3));
+        a.decide(&d, &caller(FRAME, DOWN));
+        assert_eq!(a.asked(), (1, 0));
         // Rows: never the page-lock question.
-        let mut a = answers(true, Some(3));
+        let a = answers(true, Some(3));
         let t = Transfer {
             host: Host::Rows { contiguous: true },
             ..caller(FRAME, UP)
         };
-        decide(&d, &t, &mut a);
-        assert_eq!(a.asked_lock, 0);
+        a.decide(&d, &t);
+        assert_eq!(a.asked().0, 0);
     }
 
     #[test]
     fn a_large_transfer_plans_through_the_window_and_a_held_one_through_the_buffer() {
         let d = StagingConfig::default();
-        let staged = |t: &Transfer| match decide(&d, t, &mut answers(false, None)) {
+        let staged = |t: &Transfer| match answers(false, None).decide(&d, t) {
             Decision::Staged(s) => s,
             other => panic!("{other:?}"),
         };
@@ -465,7 +471,7 @@ mod tests {
             pipeline_chunk_bytes: 1 << 20,
             ..d
         };
-        match decide(&set, &caller(FRAME, DOWN), &mut answers(false, None)) {
+        match answers(false, None).decide(&set, &caller(FRAME, DOWN)) {
             Decision::Staged(s) => assert_eq!(s.plan.unwrap().chunk_bytes, 1 << 20),
             other => panic!("{other:?}"),
         }

@@ -2,16 +2,15 @@
 //! routing is told about it and asks of the machine, and the move itself (the
 //! driver's copy, or staged through the pinned window).
 
-use cuda_core::{Context, DeviceView, DeviceViewMut, Result, Stream, WaitPolicy};
+use cuda_core::{DeviceView, DeviceViewMut, Result, Stream, WaitPolicy};
 
 use super::StagingBuffer;
 use crate::capacity::internal;
 use crate::copy::Copier;
 use crate::direction::Direction;
-use crate::page_lock::PageLocks;
 use crate::pipeline::Stage;
 use crate::plan::{MAX_SLOTS, PIPELINE_WINDOW_BYTES};
-use crate::routing::{self, Ask, Decision, Host, Route, Staged, Transfer};
+use crate::routing::{self, Decision, Host, Route, Staged, Transfer};
 use crate::trace::{SpanRoute, TransferSpan};
 
 /// One transfer's host side and device side, as bytes.
@@ -63,14 +62,9 @@ impl StagingBuffer {
         let mut span = TransferSpan::start(op, direction, bytes);
         let (route, r) = self.in_transfer(|s| -> (Route, Result<()>) {
             let t = s.transfer_facts(bytes, direction, Host::Caller);
-            let mut ask = Machine {
-                page_locks: &mut s.page_locks,
-                ctx: stream.context(),
-                direction,
-                host,
-                bytes,
-            };
-            let decision = routing::decide(&s.config, &t, &mut ask);
+            let page_locks = &mut s.page_locks;
+            let page_locked = || page_locks.page_locked(stream.context(), direction, host, bytes);
+            let decision = routing::decide(&s.config, &t, page_locked, crate::copy::free_helpers);
             let route = decision.route();
             let r = match decision {
                 Decision::Staged(plan) => s.staged(leg, stream, plan, &span),
@@ -183,41 +177,7 @@ impl StagingBuffer {
         contiguous: bool,
     ) -> Decision {
         let t = self.transfer_facts(bytes, direction, Host::Rows { contiguous });
-        routing::decide(&self.config, &t, &mut PoolOnly)
-    }
-}
-
-/// What routing asks of the machine for one `upload` / `download`: the page-lock
-/// memo and the driver behind it, and the copy pool.
-struct Machine<'a> {
-    page_locks: &'a mut PageLocks,
-    ctx: &'a Context,
-    direction: Direction,
-    host: *const u8,
-    bytes: usize,
-}
-
-impl Ask for Machine<'_> {
-    fn page_locked(&mut self) -> bool {
-        self.page_locks
-            .page_locked(self.ctx, self.direction, self.host, self.bytes)
-    }
-
-    fn free_helpers(&mut self) -> Option<usize> {
-        crate::copy::free_helpers()
-    }
-}
-
-/// What routing asks of the machine for rows: the copy pool (rows are never asked
-/// about page-locking).
-struct PoolOnly;
-
-impl Ask for PoolOnly {
-    fn page_locked(&mut self) -> bool {
-        false
-    }
-
-    fn free_helpers(&mut self) -> Option<usize> {
-        crate::copy::free_helpers()
+        // Rows are never asked about page-locking.
+        routing::decide(&self.config, &t, || false, crate::copy::free_helpers)
     }
 }

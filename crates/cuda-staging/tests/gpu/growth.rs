@@ -313,3 +313,43 @@ fn convenience_path_never_pins_more_than_its_window() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn pipeline_events_are_made_at_the_first_chunked_transfer_only() {
+    // A staged transfer in one piece waits for its stream and needs no event; the
+    // first one cut into chunks makes every slot's event at once (8), so that no
+    // later plan, whatever its slots, creates one inside a steady loop.
+    let (_ctx, stream) = gpu();
+    let mut staging = seed_routing(usize::MAX);
+    let one_piece = 32 << 10;
+    for round in 0..3 {
+        let s = seed();
+        let host = pattern::<u8>(one_piece, s);
+        let mut dev = device_with::<u8>(one_piece, seed());
+        staging.upload(&mut dev, &host, &stream).expect("upload");
+        let mut back = vec![0u8; one_piece];
+        staging
+            .download(&mut back, &dev, &stream)
+            .expect("download");
+        check(&format!("one piece, round {round}"), &back, s);
+    }
+    let st = staging.stats();
+    assert_eq!(st.staged_transfers, 6, "{st:?}");
+    assert_eq!(st.event_creations, 0, "one-piece transfers: {st:?}");
+
+    for round in 0..3 {
+        let s = seed();
+        let host = pattern::<u8>(4_915_200, s);
+        let mut dev = device_with::<u8>(4_915_200, seed());
+        staging.upload(&mut dev, &host, &stream).expect("upload");
+        let mut back = vec![0u8; 4_915_200];
+        staging
+            .download(&mut back, &dev, &stream)
+            .expect("download");
+        check(&format!("chunked, round {round}"), &back, s);
+        let st = staging.stats();
+        assert_eq!(st.staged_transfers, 8 + 2 * round as u64, "{st:?}");
+        assert_eq!(st.event_creations, 8, "chunked, round {round}: {st:?}");
+    }
+}

@@ -245,13 +245,12 @@ pub(crate) fn at_most(copy: CopyShape, threads: usize) -> CopyShape {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::Cell;
+
     use super::*;
     use crate::direction::PerDirection;
 
-    /// Fixed answers, and a count of the questions.
-    use std::cell::Cell;
-
-    /// The two answers, each counting how often it was asked.
+    /// Fixed answers, each counting how often it was asked.
     struct Answers {
         page_locked: bool,
         free: Option<usize>,

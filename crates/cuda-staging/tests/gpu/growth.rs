@@ -322,34 +322,26 @@ fn pipeline_events_are_made_at_the_first_chunked_transfer_only() {
     // later plan, whatever its slots, creates one inside a steady loop.
     let (_ctx, stream) = gpu();
     let mut staging = seed_routing(usize::MAX);
-    let one_piece = 32 << 10;
-    for round in 0..3 {
+    let mut round_trip = |bytes: usize, what: &str| {
         let s = seed();
-        let host = pattern::<u8>(one_piece, s);
-        let mut dev = device_with::<u8>(one_piece, seed());
+        let host = pattern::<u8>(bytes, s);
+        let mut dev = device_with::<u8>(bytes, seed());
         staging.upload(&mut dev, &host, &stream).expect("upload");
-        let mut back = vec![0u8; one_piece];
+        let mut back = vec![0u8; bytes];
         staging
             .download(&mut back, &dev, &stream)
             .expect("download");
-        check(&format!("one piece, round {round}"), &back, s);
+        check(what, &back, s);
+        staging.stats()
+    };
+    for round in 0..3 {
+        let st = round_trip(32 << 10, &format!("one piece, round {round}"));
+        assert_eq!(st.staged_transfers, 2 + 2 * round, "{st:?}");
+        assert_eq!(st.event_creations, 0, "one piece, round {round}: {st:?}");
     }
-    let st = staging.stats();
-    assert_eq!(st.staged_transfers, 6, "{st:?}");
-    assert_eq!(st.event_creations, 0, "one-piece transfers: {st:?}");
-
     for round in 0..3 {
-        let s = seed();
-        let host = pattern::<u8>(4_915_200, s);
-        let mut dev = device_with::<u8>(4_915_200, seed());
-        staging.upload(&mut dev, &host, &stream).expect("upload");
-        let mut back = vec![0u8; 4_915_200];
-        staging
-            .download(&mut back, &dev, &stream)
-            .expect("download");
-        check(&format!("chunked, round {round}"), &back, s);
-        let st = staging.stats();
-        assert_eq!(st.staged_transfers, 8 + 2 * round as u64, "{st:?}");
+        let st = round_trip(4_915_200, &format!("chunked, round {round}"));
+        assert_eq!(st.staged_transfers, 8 + 2 * round, "{st:?}");
         assert_eq!(st.event_creations, 8, "chunked, round {round}: {st:?}");
     }
 }

@@ -276,24 +276,18 @@ impl StagingBuffer {
         self.transfer(leg, stream)
     }
 
-    /// Before a transfer: note when it started (back to back or not).
-    pub(crate) fn begin_transfer(&mut self) {
-        self.burst.start(Instant::now());
-    }
-
-    /// Runs `body`, one transfer, between the bookkeeping every transfer does:
-    /// [`StagingBuffer::begin_transfer`] before it, and
-    /// [`StagingBuffer::finish_transfer`] after it on every exit path, an error
-    /// returned early (a failed grow, a refused view) and a panic in the caller's
+    /// Runs `body`, one transfer, between the bookkeeping every transfer does: it
+    /// notes when the transfer started (back to back or not) before it, and when it
+    /// ended after it, on every exit path, an error returned early (a failed grow, a refused view) and a panic in the caller's
     /// `fill` included (the panic then goes on). Without it, a transfer that failed
     /// left the buffer's last end time at the transfer before, so the next one could
     /// be taken for one after a gap.
     pub(crate) fn in_transfer<R>(&mut self, body: impl FnOnce(&mut StagingBuffer) -> R) -> R {
-        self.begin_transfer();
+        self.burst.start(Instant::now());
         // The buffer stays valid when `body` panics (the docs of every call with a
         // `fill` say so): nothing is left half-updated that the bookkeeping reads.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(self)));
-        self.finish_transfer();
+        self.burst.end(Instant::now());
         r.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
@@ -304,11 +298,6 @@ impl StagingBuffer {
     pub(crate) fn copier(&self, copy_bytes: usize, direction: Direction) -> Copier<'static> {
         let hot = self.burst.back_to_back();
         Copier::for_transfer(self.config.copy_threads, copy_bytes, direction, hot)
-    }
-
-    /// After a transfer: note when it ended.
-    pub(crate) fn finish_transfer(&mut self) {
-        self.burst.end(Instant::now());
     }
 
     /// Grows the pinned memory to at least `bytes` (not past `limit` unless `bytes`

@@ -70,23 +70,13 @@ impl Copier<'static> {
     /// A copier running as `shape` says, over the process-wide pool when it takes
     /// helpers from it.
     pub(crate) fn shaped(shape: CopyShape) -> Copier<'static> {
-        let pool = if shape.pooled {
-            crate::pool::global()
-        } else {
-            None
-        };
-        match pool {
-            None => Copier {
-                threads: shape.threads,
-                ..Copier::solo()
-            },
-            Some(pool) => Copier {
-                pool: Some(pool),
-                threads: shape.threads,
-                helpers: shape.helpers,
-                hot: shape.hot,
-                last: false,
-            },
+        // `helpers` and `hot` are read only where a copy is split over the pool.
+        Copier {
+            pool: shape.pooled.then(crate::pool::global).flatten(),
+            threads: shape.threads,
+            helpers: shape.helpers,
+            hot: shape.hot,
+            last: false,
         }
     }
 }

@@ -31,17 +31,6 @@ use crate::tuning::{helpers_to_wake, DOWNLOAD_THREADS};
 /// with.
 pub(crate) const UPLOAD_MAX_THREADS: usize = 8;
 
-/// How a transfer moves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Route {
-    /// The driver's own copy from or into the caller's pageable memory.
-    Driver,
-    /// DMA straight from or into the caller's page-locked memory.
-    PageLocked,
-    /// Through the pinned buffer.
-    Staged,
-}
-
 /// One transfer, as routing sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Transfer {
@@ -121,17 +110,6 @@ pub(crate) struct Staged {
     pub(crate) plan: Option<Plan>,
 }
 
-impl Decision {
-    /// The route it takes.
-    pub(crate) fn route(&self) -> Route {
-        match self {
-            Decision::Driver => Route::Driver,
-            Decision::PageLocked => Route::PageLocked,
-            Decision::Staged(_) => Route::Staged,
-        }
-    }
-}
-
 /// The route and plan of transfer `t` of a buffer configured by `config`; see the
 /// module docs. `page_locked` (whether the caller's host memory is) is asked only
 /// for a [`Host::Caller`] transfer at or above the lower bound; `free_helpers` (how
@@ -157,17 +135,12 @@ pub(crate) fn decide(
     let copy = if t.host == (Host::Rows { contiguous: false }) {
         CopyShape::SOLO
     } else {
-        let copy = copy_shape(
-            config.copy_threads,
-            t.bytes,
-            t.direction,
-            (t.back_to_back, t.long_gap),
-            free_helpers,
-        );
-        match t.direction {
-            Direction::HostToDevice => at_most(copy, UPLOAD_MAX_THREADS),
-            Direction::DeviceToHost => copy,
-        }
+        let threads = match t.direction {
+            Direction::HostToDevice => config.copy_threads.min(UPLOAD_MAX_THREADS),
+            Direction::DeviceToHost => config.copy_threads,
+        };
+        let gaps = (t.back_to_back, t.long_gap);
+        copy_shape(threads, t.bytes, t.direction, gaps, free_helpers)
     };
     if config.driver_after_gap
         && t.paced
@@ -233,16 +206,6 @@ pub(crate) fn copy_shape(
     }
 }
 
-/// `copy` on at most `threads` threads.
-pub(crate) fn at_most(copy: CopyShape, threads: usize) -> CopyShape {
-    let threads = copy.threads.min(threads).max(1);
-    CopyShape {
-        threads,
-        helpers: copy.helpers.min(threads - 1),
-        ..copy
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
@@ -301,6 +264,14 @@ mod tests {
         }
     }
 
+    /// How a transfer moves, as the table names it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Route {
+        Driver,
+        PageLocked,
+        Staged,
+    }
+
     /// A staged decision's copy shape and chunk count (0 for rows), or the route.
     fn summary(d: Decision) -> (Route, usize, usize, usize) {
         match d {
@@ -310,7 +281,8 @@ mod tests {
                 s.copy.helpers,
                 s.plan.map_or(0, |p| p.chunks),
             ),
-            other => (other.route(), 0, 0, 0),
+            Decision::Driver => (Route::Driver, 0, 0, 0),
+            Decision::PageLocked => (Route::PageLocked, 0, 0, 0),
         }
     }
 

@@ -39,7 +39,6 @@
 
 use crate::copy::Copier;
 use crate::direction::Direction;
-use crate::routing::Route;
 
 /// The `route` field of a transfer's span.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,14 +60,12 @@ pub(crate) enum SpanRoute {
 }
 
 impl SpanRoute {
-    /// How an `upload` / `download` that `routing` sent `route` went, staged in
-    /// `chunks` pieces.
-    pub(crate) fn of(route: Route, chunks: usize) -> SpanRoute {
-        match route {
-            Route::Driver => SpanRoute::Driver,
-            Route::PageLocked => SpanRoute::PageLocked,
-            Route::Staged if chunks > 1 => SpanRoute::Pipelined,
-            Route::Staged => SpanRoute::Staged,
+    /// How a staged `upload` / `download` went, in `chunks` pieces.
+    pub(crate) fn staged(chunks: usize) -> SpanRoute {
+        if chunks > 1 {
+            SpanRoute::Pipelined
+        } else {
+            SpanRoute::Staged
         }
     }
 
@@ -194,7 +191,7 @@ impl TransferSpan {
     #[inline]
     pub(crate) fn staged(&self, chunks: usize) {
         if let Some(a) = &self.0 {
-            a.record("route", SpanRoute::of(Route::Staged, chunks).label())
+            a.record("route", SpanRoute::staged(chunks).label())
                 .record("chunks", chunks as u64);
         }
     }

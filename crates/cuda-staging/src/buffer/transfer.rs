@@ -10,7 +10,7 @@ use crate::copy::Copier;
 use crate::direction::Direction;
 use crate::pipeline::Stage;
 use crate::plan::{MAX_SLOTS, PIPELINE_WINDOW_BYTES};
-use crate::routing::{self, Decision, Host, Route, Staged, Transfer};
+use crate::routing::{self, Decision, Host, Staged, Transfer};
 use crate::trace::{SpanRoute, TransferSpan};
 
 /// One transfer's host side and device side, as bytes.
@@ -60,40 +60,34 @@ impl StagingBuffer {
             Direction::DeviceToHost => "download",
         };
         let mut span = TransferSpan::start(op, direction, bytes);
-        let (route, r) = self.in_transfer(|s| -> (Route, Result<()>) {
+        let (decision, r) = self.in_transfer(|s| -> (Decision, Result<()>) {
             let t = s.transfer_facts(bytes, direction, Host::Caller);
             let page_locks = &mut s.page_locks;
             let page_locked = || page_locks.page_locked(stream.context(), direction, host, bytes);
             let decision = routing::decide(&s.config, &t, page_locked, crate::copy::free_helpers);
-            let route = decision.route();
+            let policy = s.config.wait_policy;
             let r = match decision {
                 Decision::Staged(plan) => s.staged(leg, stream, plan, &span),
-                _ => {
-                    span.route(SpanRoute::of(route, 1));
+                Decision::Driver => {
+                    span.route(SpanRoute::Driver);
                     span.no_copy();
-                    let wait = match route {
-                        Route::Driver => crate::waiting::for_driver_copy(
-                            s.config.wait_policy,
-                            direction,
-                            bytes,
-                            stream,
-                        ),
-                        _ => Ok(crate::waiting::for_transfer(
-                            s.config.wait_policy,
-                            bytes,
-                            stream,
-                        )),
-                    };
-                    wait.and_then(|wait| leg.driver_copy(stream, wait))
+                    crate::waiting::for_driver_copy(policy, direction, bytes, stream)
+                        .and_then(|wait| leg.driver_copy(stream, wait))
+                }
+                Decision::PageLocked => {
+                    span.route(SpanRoute::PageLocked);
+                    span.no_copy();
+                    let wait = crate::waiting::for_transfer(policy, bytes, stream);
+                    leg.driver_copy(stream, wait)
                 }
             };
-            (route, r)
+            (decision, r)
         });
         r?;
-        match route {
-            Route::Driver => self.stats.direct_transfers += 1,
-            Route::PageLocked => self.stats.pinned_source_transfers += 1,
-            Route::Staged => self.stats.staged_transfers += 1,
+        match decision {
+            Decision::Driver => self.stats.direct_transfers += 1,
+            Decision::PageLocked => self.stats.pinned_source_transfers += 1,
+            Decision::Staged(_) => self.stats.staged_transfers += 1,
         }
         self.stats.add_bytes(direction, bytes);
         span.succeeded();
@@ -149,8 +143,8 @@ impl StagingBuffer {
         r
     }
 
-    /// Transfer `bytes` moving `direction` from or into `host`, starting now (after
-    /// [`StagingBuffer::begin_transfer`]), as routing sees it.
+    /// Transfer `bytes` moving `direction` from or into `host`, starting now (inside
+    /// [`StagingBuffer::in_transfer`]), as routing sees it.
     pub(crate) fn transfer_facts(
         &self,
         bytes: usize,

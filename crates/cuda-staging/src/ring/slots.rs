@@ -77,11 +77,7 @@ impl StagingRing {
             // Its DMA seen complete already (a wait since covered it, as the ring's
             // wait for a later download does): no driver call.
             let seen_done = slot.pinned.as_ref().is_some_and(|p| p.is_idle());
-            let done = seen_done
-                || match &slot.event {
-                    Some(e) => e.query()?,
-                    None => true,
-                };
+            let done = seen_done || slot.event.as_ref().map_or(Ok(true), Event::query)?;
             if !done {
                 self.stats.slot_waits += 1;
                 if let Some(e) = &slot.event {
@@ -105,11 +101,10 @@ impl StagingRing {
             )?);
             self.stats.allocations += 1;
         }
-        if slot
+        if !slot
             .event
             .as_ref()
-            .is_some_and(|e| !e.context().same_as(ctx))
-            || slot.event.is_none()
+            .is_some_and(|e| e.context().same_as(ctx))
         {
             slot.event = Some(Event::new(ctx)?);
         }
@@ -122,10 +117,7 @@ impl StagingRing {
         // The DMA is queued: whatever happens below, the slot's turn is used.
         self.next = (k + 1) % self.slots.len();
         let slot = &mut self.slots[k];
-        match slot.event.as_mut() {
-            Some(e) => e.record(stream)?,
-            None => return Err(missing()),
-        }
+        slot.event.as_mut().ok_or_else(missing)?.record(stream)?;
         slot.in_flight = true;
         Ok(())
     }

@@ -278,10 +278,10 @@ impl StagingBuffer {
 
     /// Runs `body`, one transfer, between the bookkeeping every transfer does: it
     /// notes when the transfer started (back to back or not) before it, and when it
-    /// ended after it, on every exit path, an error returned early (a failed grow, a refused view) and a panic in the caller's
-    /// `fill` included (the panic then goes on). Without it, a transfer that failed
-    /// left the buffer's last end time at the transfer before, so the next one could
-    /// be taken for one after a gap.
+    /// ended after it, on every exit path, an error returned early (a failed grow, a
+    /// refused view) and a panic in the caller's `fill` included (the panic then goes
+    /// on). Without it, a transfer that failed left the buffer's last end time at the
+    /// transfer before, so the next one could be taken for one after a gap.
     pub(crate) fn in_transfer<R>(&mut self, body: impl FnOnce(&mut StagingBuffer) -> R) -> R {
         self.burst.start(Instant::now());
         // The buffer stays valid when `body` panics (the docs of every call with a

@@ -227,6 +227,13 @@ impl Artifact {
     pub fn is_multi_gpu(&self) -> bool {
         self.target.contains("multi_gpu")
     }
+
+    /// Whether this is a test target that only the simulated driver can run
+    /// (`*simulator_only*`): it reads the simulator's own entry points. `test-gpu
+    /// --sim` runs it; a GPU machine's runs leave it out.
+    pub fn is_simulator_only(&self) -> bool {
+        self.target.contains("simulator_only")
+    }
 }
 
 /// Runs `cargo <args> --message-format=json-render-diagnostics` (diagnostics and
@@ -586,13 +593,19 @@ test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         assert_eq!(found.len(), 2, "{found:?}");
         let a = &found[0];
         assert_eq!(a.bundle_name(), "cuda-core-lib");
-        assert!(a.test && !a.is_soak() && a.is_kind(TargetKind::Lib));
+        assert!(a.test && !a.is_soak() && !a.is_simulator_only() && a.is_kind(TargetKind::Lib));
         assert_eq!(a.package_dir, Path::new("/w/crates/cuda-core"));
         assert_eq!(a.executable, Path::new("/t/release/deps/cuda_core-abc"));
         let a = &found[1];
         assert_eq!(a.bundle_name(), "cuda-staging-test-soak");
         assert_eq!(a.package_dir, Path::new("/w/crates/cuda-staging"));
         assert!(a.is_soak());
+        assert!(!a.is_simulator_only());
+        let sim_only = Artifact {
+            target: "simulator_only_drops".into(),
+            ..a.clone()
+        };
+        assert!(sim_only.is_simulator_only() && !sim_only.is_soak());
     }
 
     #[test]

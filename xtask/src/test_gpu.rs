@@ -19,6 +19,9 @@
 //! only them. Multi-GPU tests (targets named `*multi_gpu*`) need two or more GPUs and
 //! are left out unless `--multi-gpu` is given. Under `--sanitize`, the targets of
 //! [`NOT_UNDER_SANITIZER`] are left out, each with its reason in the summary.
+//! Simulator-only targets (named `*simulator_only*`: they call the simulated
+//! driver's own entry points, such as its count of live objects) run with `--sim`
+//! only; a run on a GPU leaves them out, and a bundle does not carry them.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -172,6 +175,7 @@ fn local(args: &Args) -> Result<()> {
         .iter()
         .filter(|a| args.soak || !a.is_soak())
         .filter(|a| args.multi_gpu || !a.is_multi_gpu())
+        .filter(|a| !a.is_simulator_only())
         .filter(|a| selected(args, &a.bundle_name()))
         .collect();
     let examples: Vec<&Artifact> = built
@@ -343,7 +347,8 @@ fn bundle(args: &Args, dir: &Path) -> Result<()> {
     let mut soak = Vec::new();
     let mut multi = Vec::new();
     let mut needs_cargo = Vec::new();
-    for a in &tests {
+    // A simulator-only target needs what no real driver has: it stays behind.
+    for a in tests.iter().filter(|a| !a.is_simulator_only()) {
         let name = a.bundle_name();
         cargo_util::copy_executable(&a.executable, &bin, &name)?;
         if uses_trybuild(&a.executable) {

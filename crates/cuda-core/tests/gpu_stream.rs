@@ -386,3 +386,18 @@ fn memset_u32_of_a_u32_buffer_sets_every_element() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// Debug
+// ---------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_stream_debugs_as_its_driver_handle() {
+    let ctx = gpu();
+    let stream = Stream::new(&ctx).expect("Stream::new");
+    assert_eq!(
+        format!("{stream:?}"),
+        format!("Stream {{ raw: {:?} }}", stream.as_raw())
+    );
+}

@@ -210,3 +210,32 @@ pub struct Rgb {
 pub struct Aligned512 {
     pub bytes: [u8; 512],
 }
+
+/// An entry point of the simulated driver's own (`cuSimLeakReport`,
+/// `cuSimInjectFault`), from the library `CUDA_DRIVER_LIBRARY` names, as `cargo xtask
+/// test-gpu --sim` sets it. Panics, failing the test, on a real driver.
+///
+/// # Safety
+/// `F` must be the entry point's signature (`crates/cuda-sim/src/api/device_api.rs`).
+pub unsafe fn simulator_entry<F: Copy>(name: &str) -> F {
+    let path = std::env::var("CUDA_DRIVER_LIBRARY").unwrap_or_else(|_| {
+        panic!(
+            "CUDA_DRIVER_LIBRARY is not set: this test needs the simulated driver; \
+             run it with cargo xtask test-gpu --sim"
+        )
+    });
+    // SAFETY: the driver is already loaded (a context was made first), so opening it
+    // again runs no initialiser. Leaked: the entry point must outlive the handle.
+    let lib: &'static libloading::Library = Box::leak(Box::new(
+        unsafe { libloading::Library::new(&path) }
+            .unwrap_or_else(|e| panic!("cannot open the driver {path}: {e}")),
+    ));
+    let symbol = format!("{name}\0");
+    // SAFETY: `F` is the entry point's signature (the caller's promise).
+    *unsafe { lib.get::<F>(symbol.as_bytes()) }.unwrap_or_else(|e| {
+        panic!(
+            "{path} is not the simulated driver (no {name}: {e}); run this test with \
+             cargo xtask test-gpu --sim"
+        )
+    })
+}

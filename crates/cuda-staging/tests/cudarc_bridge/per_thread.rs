@@ -6,7 +6,7 @@
 //!   the stream order of cudarc's own work there;
 //! - on another thread, every operation that names the stream is refused with
 //!   [`Error::WrongThread`], before any driver call: nothing queued, nothing pinned,
-//!   the device memory unchanged;
+//!   the device memory unchanged (an operation on no elements too);
 //! - memory with a copy queued on the stream on one thread, read, written or dropped
 //!   on another, waits for that copy there: the other thread's own per-thread stream
 //!   is idle, so a wait that named the handle there would return at once.
@@ -120,8 +120,10 @@ fn the_per_thread_stream_is_refused_on_another_thread_with_nothing_queued() {
     let mut pinned = PinnedBuffer::<u32>::alloc_in(stream.context(), N).expect("pinned");
     pinned.as_mut_slice().expect("idle").fill(SENTINEL);
     let src = pattern::<u32>(N, s + 2);
+    let mut spare = slice_with::<u32>(&cu, SMALL, s + 3);
     // Made here, on the stream's own thread, then used on another.
     let mut view = CudarcViewMut::new(&mut dst, &stream).expect("CudarcViewMut::new");
+    let mut empty = CudarcViewMut::new(spare.slice_mut(0..0), &stream).expect("CudarcViewMut::new");
     thread::scope(|scope| {
         scope
             .spawn(|| {
@@ -161,6 +163,9 @@ fn the_per_thread_stream_is_refused_on_another_thread_with_nothing_queued() {
                     stream.memcpy_htod_sync(&src, &mut view),
                 );
                 expect_wrong_thread("memset_bytes", own, stream.memset_zeros(&mut view));
+                expect_wrong_thread("memset_u32", own, stream.memset_u32(&mut view, 9));
+                // Refused before it could find it has nothing to do.
+                expect_wrong_thread("memset_u32", own, stream.memset_u32(&mut empty, 9));
                 expect_wrong_thread("Event::record", own, event.record(&stream));
                 expect_wrong_thread("Stream::synchronize", own, stream.synchronize());
                 expect_wrong_thread("Stream::query", own, stream.query());
@@ -182,6 +187,7 @@ fn the_per_thread_stream_is_refused_on_another_thread_with_nothing_queued() {
     assert_eq!(staging.stats().allocations, 0, "nothing pinned");
     assert_eq!(staging.stats().bytes_uploaded, 0);
     drop(view);
+    drop(empty);
     stream.synchronize().expect("synchronize");
     check(
         "the device memory after the refusals",

@@ -62,3 +62,33 @@ fn three_slots_with_a_synchronize_between_frames_never_wait() {
     assert_eq!((st.uploads, st.downloads), (frames, frames));
     assert_eq!(st.allocations, 3, "one per slot: {st:?}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_slot_whose_dma_completed_unseen_is_taken_without_a_wait() {
+    let (_ctx, stream) = gpu();
+    let mut ring = StagingRing::with_config(RingConfig {
+        slots: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let n = 64 * KIB / 4;
+    let mut d = DeviceBuffer::<f32>::alloc(n).unwrap();
+    ring.upload_with(&mut d, n, &stream, |px| fill_pattern(px, seed()))
+        .unwrap();
+    // Complete, but not through this crate: the slot's buffer still counts its DMA as
+    // running, so only the slot's event can say that it is done.
+    // SAFETY: the stream is live; a synchronisation queues nothing.
+    unsafe { cuda_core::result::stream_synchronize(stream.as_raw()) }.unwrap();
+    let s = seed();
+    ring.upload_with(&mut d, n, &stream, |px| fill_pattern(px, s))
+        .unwrap();
+    let st = ring.stats();
+    assert_eq!(
+        st.slot_waits, 0,
+        "the slot's event said it was free: {st:?}"
+    );
+    assert_eq!(st.uploads, 2);
+    stream.synchronize().unwrap();
+    check("the second upload", &device_contents(&d), s);
+}

@@ -59,6 +59,7 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-staging/src/waiting.rs",
     "crates/cuda-staging/src/ring.rs",
     "crates/cuda-staging/src/ring/slots.rs",
+    "crates/cuda-staging/src/ring/tickets.rs",
 ];
 
 /// What every test run here builds and runs: the workspace's test targets in release,

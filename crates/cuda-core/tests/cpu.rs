@@ -150,6 +150,15 @@ fn pinned_buffer_refuses_alignment_above_256_bytes_before_any_driver_call() {
 }
 
 #[test]
+fn a_pinned_buffer_debugs_as_its_address_and_length() {
+    let p = PinnedBuffer::<()>::alloc(1000).expect("zero bytes need no driver");
+    assert_eq!(
+        format!("{p:?}"),
+        format!("PinnedBuffer {{ ptr: {:?}, len: 1000 }}", p.as_ptr())
+    );
+}
+
+#[test]
 fn views_of_a_zero_byte_pinned_buffer_check_their_ranges() {
     // Elements of no size: a buffer of 1000 of them pins nothing and needs no
     // driver, but has the ranges of a buffer of 1000.

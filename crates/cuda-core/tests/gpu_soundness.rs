@@ -417,6 +417,30 @@ fn a_pinned_view_is_idle_once_a_synchronisation_has_seen_its_copies_complete() {
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_pinned_buffer_is_idle_once_its_wait_returns() {
+    // `PinnedBuffer::wait` waits for every queued copy that uses the buffer, one
+    // reading it and one writing it; nothing else synchronises in between.
+    let ctx = gpu();
+    let stream = Stream::new(&ctx).expect("Stream::new");
+    let mut p = PinnedBuffer::<u32>::alloc(LEN).expect("pinned");
+    let mut d = DeviceBuffer::<u32>::alloc(LEN).expect("alloc");
+
+    stream.memcpy_htod(&p, &mut d).expect("memcpy_htod");
+    assert!(!p.is_idle(), "right after queueing an upload from it");
+    p.wait().expect("wait");
+    assert!(p.is_idle(), "after PinnedBuffer::wait, the upload from it");
+
+    stream.memcpy_dtoh(&d, &mut p).expect("memcpy_dtoh");
+    assert!(!p.is_idle(), "right after queueing a download into it");
+    p.wait().expect("wait");
+    assert!(
+        p.is_idle(),
+        "after PinnedBuffer::wait, the download into it"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_static_host_registration_takes_queued_copies_both_ways() {
     let ctx = gpu();
     let stream = Stream::new(&ctx).expect("Stream::new");

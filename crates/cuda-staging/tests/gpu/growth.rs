@@ -238,6 +238,32 @@ fn growth_happens_only_on_a_larger_size_and_shrink_repins() {
         .expect("upload");
     check("upload after shrink", &device_contents(&dev), s);
     assert_eq!(staging.stats().allocations, 5);
+
+    // reset_stats clears every counter, and the peak restarts from the capacity
+    // pinned now (smaller than cap3, the peak before); later transfers count from
+    // zero.
+    let cap = staging.capacity();
+    assert!(cap > 0 && cap < cap3, "capacity {cap}, earlier peak {cap3}");
+    staging.reset_stats();
+    assert_eq!(
+        staging.stats(),
+        StagingStats {
+            peak_capacity_bytes: cap,
+            ..StagingStats::default()
+        }
+    );
+    round_trip(&mut staging, 1000);
+    let st = staging.stats();
+    assert_eq!(
+        (
+            st.allocations,
+            st.staged_transfers,
+            st.bytes_uploaded,
+            st.bytes_downloaded
+        ),
+        (0, 2, 4000, 4000)
+    );
+    assert_eq!(st.peak_capacity_bytes, cap);
 }
 
 #[test]

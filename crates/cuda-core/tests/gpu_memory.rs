@@ -216,6 +216,21 @@ fn zero_length_buffers_allocate_nothing() {
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_device_buffer_debugs_as_its_pointer_length_and_element_type() {
+    let _ctx = gpu();
+    let d = DeviceBuffer::<u32>::alloc(5).expect("alloc");
+    assert_ne!(d.as_device_ptr(), 0);
+    assert_eq!(
+        format!("{d:?}"),
+        format!(
+            "DeviceBuffer {{ ptr: {:#x}, len: 5, elem: \"u32\" }}",
+            d.as_device_ptr()
+        )
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn free_returns_ok_and_borrowed_views_free_nothing() {
     let ctx = gpu();
     for len in [1usize, 4 * KIB, 3 * MIB + 1] {

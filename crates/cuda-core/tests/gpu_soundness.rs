@@ -441,6 +441,31 @@ fn a_pinned_buffer_is_idle_once_its_wait_returns() {
 
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn a_device_buffer_is_idle_once_its_wait_returns() {
+    // `DeviceBuffer::wait` waits for every queued copy that uses the buffer, one
+    // writing it and one reading it; nothing else synchronises in between. The
+    // pinned side's `is_idle` asks the driver without waiting.
+    let ctx = gpu();
+    let stream = Stream::new(&ctx).expect("Stream::new");
+    let mut p = PinnedBuffer::<u32>::alloc(LEN).expect("pinned");
+    let mut d = DeviceBuffer::<u32>::alloc(LEN).expect("alloc");
+
+    stream.memcpy_htod(&p, &mut d).expect("memcpy_htod");
+    assert!(!p.is_idle(), "right after queueing an upload into it");
+    d.wait().expect("wait");
+    assert!(p.is_idle(), "after DeviceBuffer::wait, the upload into it");
+
+    stream.memcpy_dtoh(&d, &mut p).expect("memcpy_dtoh");
+    assert!(!p.is_idle(), "right after queueing a download from it");
+    d.wait().expect("wait");
+    assert!(
+        p.is_idle(),
+        "after DeviceBuffer::wait, the download from it"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn a_static_host_registration_takes_queued_copies_both_ways() {
     let ctx = gpu();
     let stream = Stream::new(&ctx).expect("Stream::new");

@@ -444,7 +444,8 @@ fn a_pinned_buffer_is_idle_once_its_wait_returns() {
 fn a_device_buffer_is_idle_once_its_wait_returns() {
     // `DeviceBuffer::wait` waits for every queued copy that uses the buffer, one
     // writing it and one reading it; nothing else synchronises in between. The
-    // pinned side's `is_idle` asks the driver without waiting.
+    // pinned side's `is_idle` makes no driver call: a copy counts as running until
+    // a wait through this crate has seen it complete.
     let ctx = gpu();
     let stream = Stream::new(&ctx).expect("Stream::new");
     let mut p = PinnedBuffer::<u32>::alloc(LEN).expect("pinned");

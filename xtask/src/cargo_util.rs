@@ -47,6 +47,18 @@ pub struct Metadata {
     /// The manifest folders of the members that may be published (the library
     /// crates: `benches` and `xtask` are `publish = false`).
     libraries: Vec<PathBuf>,
+    /// Every member, with what it depends on.
+    pub members: Vec<Member>,
+}
+
+/// A workspace member and the packages it depends on.
+pub struct Member {
+    /// The package's name, e.g. `cuda-staging`.
+    pub name: String,
+    /// Its manifest folder.
+    pub dir: PathBuf,
+    /// The names of its dependencies of every kind (normal, dev, build).
+    pub depends_on: Vec<String>,
 }
 
 /// A test or example target that builds only with some features of its package on
@@ -136,6 +148,20 @@ impl Metadata {
             .filter_map(|p| p.manifest_path.parent())
             .map(|dir| dir.as_std_path().to_path_buf())
             .collect();
+        let members = meta
+            .packages
+            .iter()
+            .map(|p| Member {
+                name: p.name.to_string(),
+                dir: p
+                    .manifest_path
+                    .parent()
+                    .unwrap_or(&p.manifest_path)
+                    .as_std_path()
+                    .to_path_buf(),
+                depends_on: p.dependencies.iter().map(|d| d.name.clone()).collect(),
+            })
+            .collect();
         let packages = meta
             .packages
             .into_iter()
@@ -149,6 +175,7 @@ impl Metadata {
             packages,
             gated,
             libraries,
+            members,
         })
     }
 }
@@ -566,6 +593,7 @@ test result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
             )]),
             gated: Vec::new(),
             libraries: vec![PathBuf::from("/w/crates/cuda-core")],
+            members: Vec::new(),
         };
         let stream = [
             artifact_line(

@@ -4,9 +4,10 @@
 //! Needs cargo-mutants, pinned: `cargo install cargo-mutants --version 27.1.0
 //! --locked`. For every mutant of the files named (default: [`DEFAULT_FILES`]),
 //! cargo-mutants builds a copy of the workspace and runs `cargo test --release
-//! --workspace --features cuda-staging/tracing --lib --bins --tests` (the spans
-//! record, so what they say is tested), every test executable with `--include-ignored`
-//! (the GPU tests too),
+//! --features cuda-staging/tracing --lib --bins --tests` (the spans record, so what
+//! they say is tested) for the packages that can reach the mutated code (the file's
+//! own and every member that depends on it: for a cuda-staging file, cuda-staging
+//! and benches), every test executable with `--include-ignored` (the GPU tests too),
 //! on the simulator (`crates/cuda-sim`, built here first) with seed 1 and up to 200 µs
 //! of delay before each operation, so that ordering mutants show, and two simulated
 //! devices (the multi-GPU tests run too). Left out with `--skip`: the tests the
@@ -26,7 +27,7 @@
 //! the table per file, caught / timed out / missed / unviable and the score (caught
 //! plus timed out over viable), is printed at the end, for `docs/testing.md`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use xshell::cmd;
 
@@ -62,22 +63,22 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-staging/src/ring/tickets.rs",
 ];
 
-/// What every test run here builds and runs: the workspace's test targets in release,
-/// with cuda-staging's `tracing` feature. Doctests are left out: with
-/// `--include-ignored` they would compile the README's `ignore`d snippets too. So is
-/// cuda-sim: its tests check the simulator, no mutated file, and some leave objects
-/// live on purpose, which the leak status would fail.
+/// What every test run here builds and runs: the test targets, in release, of the
+/// packages that can reach the mutated code ([`reaching_packages`]), with
+/// cuda-staging's `tracing` feature. Doctests are left out: with `--include-ignored`
+/// they would compile the README's `ignore`d snippets too.
 const TEST_ARGS: &[&str] = &[
     "--release",
-    "--workspace",
-    "--exclude",
-    "cuda-sim",
     "--features",
     "cuda-staging/tracing",
     "--lib",
     "--bins",
     "--tests",
 ];
+
+/// Left out of every run: cuda-sim's tests check the simulator, no mutated file, and
+/// some leave objects live on purpose, which the leak status would fail.
+const SIMULATOR_PACKAGE: &str = "cuda-sim";
 
 /// A mutant's tests time out after this many times the unmutated run's: a hang is a
 /// failure a user would see, and counts as caught.
@@ -134,7 +135,7 @@ pub fn run(args: &Args) -> Result<()> {
     } else {
         args.files.clone()
     };
-    let mut mutants = cmd!(sh, "cargo mutants --test-workspace=true");
+    let mut mutants = cmd!(sh, "cargo mutants");
     for f in &files {
         mutants = mutants.args(["--file", f]);
     }
@@ -145,6 +146,8 @@ pub fn run(args: &Args) -> Result<()> {
         return mutants.arg("--list").run().context("cargo mutants --list");
     }
     let meta = Metadata::load()?;
+    let packages = reaching_packages(&meta, &files)?;
+    println!("tests of: {}", packages.join(", "));
     let driver = test_sim::build_simulator(&sh, &meta, &[])?;
     let mut env = test_sim::simulator_env(&driver, 2, 1, 200);
     // A process that ends holding a stream, event, context or allocation fails, so
@@ -158,8 +161,12 @@ pub fn run(args: &Args) -> Result<()> {
     // `--features cuda-staging/tracing` when a cuda-core file is mutated; it would
     // also time the mutants against a smaller run than theirs. So the unmutated
     // baseline is the very command each mutant runs, built and timed here.
-    let mut build = cmd!(sh, "cargo test --no-run").args(TEST_ARGS);
+    let selected: Vec<String> = packages.iter().map(|p| format!("--package={p}")).collect();
+    let mut build = cmd!(sh, "cargo test --no-run")
+        .args(&selected)
+        .args(TEST_ARGS);
     let mut test = cmd!(sh, "cargo test")
+        .args(&selected)
         .args(TEST_ARGS)
         .args(["--", "--include-ignored"]);
     for skip in skipped() {
@@ -180,6 +187,8 @@ pub fn run(args: &Args) -> Result<()> {
     println!("unmutated: {build_s} s to build, {test_s} s to test; a mutant's tests time out after {timeout} s");
     let output = meta.target_dir.join("mutants");
     let mut mutants = mutants
+        .arg("--test-workspace=false")
+        .args(packages.iter().map(|p| format!("--test-package={p}")))
         .arg("--baseline=skip")
         .args(["--timeout", &timeout.to_string()])
         .args(["--build-timeout", &BUILD_TIMEOUT_S.to_string()])
@@ -189,7 +198,6 @@ pub fn run(args: &Args) -> Result<()> {
         // record, and `route_tracing` checks what they say.
         .arg("--features=cuda-staging/tracing")
         .arg("--cargo-arg=--release")
-        .arg("--cargo-arg=--exclude=cuda-sim")
         // Test targets only: with --include-ignored, doctests would compile the
         // README's `ignore`d snippets too.
         .args([
@@ -216,6 +224,39 @@ pub fn run(args: &Args) -> Result<()> {
     )?;
     println!("\n{table}");
     ran.map_err(|e| format!("cargo mutants: {e} (see {})", output.display()).into())
+}
+
+/// The members whose tests can run the code of `files`: each file's package and every
+/// member that depends on it, directly or through another member, less
+/// [`SIMULATOR_PACKAGE`]. No other member's test can reach a mutant, so running them
+/// only costs time: for a cuda-staging file, cuda-core's, cuda-sys's and xtask's tests
+/// are left out.
+fn reaching_packages(meta: &Metadata, files: &[String]) -> Result<Vec<String>> {
+    let root = project_root();
+    let mut reach = BTreeSet::new();
+    for f in files {
+        let path = root.join(f);
+        let owner = meta
+            .members
+            .iter()
+            .filter(|m| path.starts_with(&m.dir))
+            .max_by_key(|m| m.dir.as_os_str().len())
+            .ok_or_else(|| format!("{f} is in no workspace member"))?;
+        reach.insert(owner.name.clone());
+    }
+    loop {
+        let before = reach.len();
+        for m in &meta.members {
+            if m.depends_on.iter().any(|d| reach.contains(d)) {
+                reach.insert(m.name.clone());
+            }
+        }
+        if reach.len() == before {
+            break;
+        }
+    }
+    reach.remove(SIMULATOR_PACKAGE);
+    Ok(reach.into_iter().collect())
 }
 
 /// The test names every run leaves out, with `--skip`.

@@ -408,3 +408,33 @@ fn a_helper_copies_every_part_left_and_lingers_only_after_a_copy_that_asks() {
     }
     assert_eq!(me.parts.load(Ordering::Relaxed), 2 * parts as u64);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_pool_reads_the_machines_idle_cores() {
+    // No worker started: the threads here are this test's.
+    let _one_at_a_time = serial();
+    let pool = Pool::new(1, 1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let none_idle = std::thread::scope(|s| {
+        for _ in 0..cores {
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        // A spinning thread per core: none is idle (the reading is at most 10 ms old).
+        let seen = within_5_s(|| pool.idle_cores() == 0);
+        // Stopped before any assertion, so that the spinning threads end.
+        stop.store(true, Ordering::Relaxed);
+        seen
+    });
+    assert!(none_idle, "{cores} spinning threads left a core idle");
+    // Once they end, a core comes free: the tests beside this one are short, and a
+    // machine running these tests has nothing else keeping every core busy for 5 s.
+    eventually("an idle core once the spinning threads end", || {
+        pool.idle_cores() >= 1
+    });
+}

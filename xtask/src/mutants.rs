@@ -5,9 +5,9 @@
 //! --locked`. For every mutant of the files named (default: [`DEFAULT_FILES`]),
 //! cargo-mutants builds a copy of the workspace and runs `cargo test --release
 //! --features cuda-staging/tracing --lib --bins --tests` (the spans record, so what
-//! they say is tested) for the packages that can reach the mutated code (the file's
-//! own and every member that depends on it: for a cuda-staging file, cuda-staging
-//! and benches), every test executable with `--include-ignored` (the GPU tests too),
+//! they say is tested) for the packages that can reach the mutated code (each file's
+//! own and every member that depends on it, one list for all the files named: for
+//! cuda-staging files alone, cuda-staging and benches), every test executable with `--include-ignored` (the GPU tests too),
 //! on the simulator (`crates/cuda-sim`, built here first) with seed 1 and up to 200 µs
 //! of delay before each operation, so that ordering mutants show, and two simulated
 //! devices (the multi-GPU tests run too). Left out with `--skip`: the tests the
@@ -87,8 +87,8 @@ const TIMEOUT_MULTIPLIER: u64 = 3;
 /// The least test timeout, in seconds, however quick the unmutated run.
 const MIN_TIMEOUT_S: u64 = 60;
 
-/// A mutant's build times out after this many seconds (the first one builds the whole
-/// workspace in release in cargo-mutants' copy of the tree: about 1.5 min on 2 cores).
+/// A mutant's build times out after this many seconds (the first one builds the tested
+/// packages in release in cargo-mutants' copy of the tree: about 1.5 min on 2 cores).
 const BUILD_TIMEOUT_S: u64 = 900;
 
 /// The exit status of a test process that ends holding a simulator object
@@ -228,7 +228,8 @@ pub fn run(args: &Args) -> Result<()> {
 
 /// The members whose tests can run the code of `files`: each file's package and every
 /// member that depends on it, directly or through another member, less
-/// [`SIMULATOR_PACKAGE`]. No other member's test can reach a mutant, so running them
+/// [`SIMULATOR_PACKAGE`], one list for all of `files`. No other member's test can reach
+/// a mutant, so running them
 /// only costs time: for a cuda-staging file, cuda-core's, cuda-sys's and xtask's tests
 /// are left out.
 fn reaching_packages(meta: &Metadata, files: &[String]) -> Result<Vec<String>> {
@@ -256,6 +257,16 @@ fn reaching_packages(meta: &Metadata, files: &[String]) -> Result<Vec<String>> {
         }
     }
     reach.remove(SIMULATOR_PACKAGE);
+    // Every run turns on `cuda-staging/tracing`, which cargo takes only with
+    // cuda-staging among the packages: the files must be its code or below it.
+    if !reach.contains("cuda-staging") {
+        return Err(format!(
+            "no tests of cuda-staging can reach {}: this command mutates cuda-core's and \
+             cuda-staging's code (and cuda-sys's)",
+            files.join(", ")
+        )
+        .into());
+    }
     Ok(reach.into_iter().collect())
 }
 

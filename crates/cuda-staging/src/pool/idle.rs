@@ -58,6 +58,14 @@ impl IdleCores {
         }
         self.idle.load(Ordering::Relaxed)
     }
+
+    /// Stores a reading of `idle` cores taken at pool-clock `at`, as [`IdleCores::get`]
+    /// does after reading the kernel's count (for tests of what reads it).
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn store_reading(&self, idle: usize, at: u64) {
+        self.idle.store(idle, Ordering::Relaxed);
+        self.read_at.store(at.max(1), Ordering::Relaxed);
+    }
 }
 
 /// The kernel's count of runnable threads now (the caller included), from

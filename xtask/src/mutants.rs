@@ -7,10 +7,11 @@
 //! --features cuda-staging/tracing --lib --bins --tests` (the spans record, so what
 //! they say is tested) for the packages that can reach the mutated code (each file's
 //! own and every member that depends on it, one list for all the files named: for
-//! cuda-staging files alone, cuda-staging and benches), every test executable with `--include-ignored` (the GPU tests too),
-//! on the simulator (`crates/cuda-sim`, built here first) with seed 1 and up to 200 µs
-//! of delay before each operation, so that ordering mutants show, and two simulated
-//! devices (the multi-GPU tests run too). Left out with `--skip`: the tests the
+//! cuda-staging files alone, cuda-staging and benches), every test executable with
+//! `--include-ignored` (the GPU tests too), on the simulator (`crates/cuda-sim`,
+//! built here first) with seed 1 and up to 200 µs of delay before each operation, so
+//! that ordering mutants show, and two simulated devices (the multi-GPU tests run
+//! too). Left out with `--skip`: the tests the
 //! simulator cannot run (`test_sim::NOT_ON_SIMULATOR`, each with its reason), the ones
 //! that leak on purpose (`test_sim::LEAKS_BY_DESIGN`), the soak test, and the CPU
 //! test that no driver loads (the simulator is one). Doctests do not run. A mutant

@@ -110,6 +110,11 @@ pub enum Kind {
     Other,
 }
 
+/// What every byte of a fresh device allocation reads as. The driver promises no
+/// contents (a recycled allocation holds whatever its last owner left), so a program
+/// that reads memory it never wrote must not find the zeros it might hope for.
+const FRESH_DEVICE_BYTE: u8 = 0xA5;
+
 impl Memory {
     /// `cuMemAlloc` in `ctx` (`cuMemAllocAsync` when `stream_ordered`): a fresh
     /// address in the device's reserved range.
@@ -125,7 +130,7 @@ impl Memory {
         };
         let alloc = DeviceAlloc {
             start,
-            backing: Backing::new(bytes, 0),
+            backing: Backing::new(bytes, FRESH_DEVICE_BYTE),
             ctx: Arc::clone(ctx),
             stream_ordered,
             released: AtomicBool::new(false),

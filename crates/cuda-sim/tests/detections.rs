@@ -2,7 +2,7 @@
 //! against `cuda-sys`: a page-locked source changed while its copy is queued, a
 //! download read before it landed, memory freed while a copy still uses it (host and
 //! device), a wait in the wrong context, a device pointer dereferenced on the host,
-//! and a sticky fault. The programs that abort run in a child process of this test
+//! a sticky fault, and fresh device memory that reads as a marker, not zeros. The programs that abort run in a child process of this test
 //! executable; the parent checks how it ended and what the simulator said.
 
 mod common;
@@ -152,6 +152,26 @@ fn a_copy_from_freed_device_memory_is_invalid_value() {
         "CUDA_ERROR_INVALID_VALUE"
     );
     assert_eq!(cu!(d, cuMemFree(p)), 1, "a double free");
+}
+
+#[test]
+fn fresh_device_memory_reads_as_a_marker_not_zeros() {
+    let d = sim();
+    context(d);
+    // More than one 64 KiB chunk, so that every chunk starts with the marker.
+    const BYTES: usize = 70_000;
+    let p = alloc(d, BYTES);
+    let mut host = vec![0u8; BYTES];
+    ok(
+        "read",
+        cu!(d, cuMemcpyDtoH(host.as_mut_ptr().cast(), p, BYTES)),
+    );
+    let first_other = host.iter().position(|&b| b != 0xA5);
+    assert_eq!(
+        first_other, None,
+        "every byte of a fresh allocation is 0xA5"
+    );
+    ok("free", cu!(d, cuMemFree(p)));
 }
 
 #[test]

@@ -119,6 +119,10 @@ fn nothing_is_queued_on_a_capturing_cudarc_stream() {
     let s = seed();
     let src = device_with::<u32>(N, s);
     let mut dst = DeviceBuffer::<u32>::alloc_in(&ctx, N).expect("alloc");
+    // Fresh device memory holds whatever it held (the simulator fills it with a
+    // marker): zero it, so that an upload captured by mistake would show.
+    g.stream.memset_zeros(&mut dst).expect("memset_zeros");
+    g.stream.synchronize().expect("synchronize");
     let mut host = sentinels(&ctx);
     let mut staging = staged_buffer();
     let mut ring = StagingRing::new();

@@ -5,7 +5,8 @@
 //! --locked`. For every mutant of the files named (default: [`DEFAULT_FILES`]),
 //! cargo-mutants builds a copy of the workspace and runs `cargo test --release
 //! --features cuda-staging/tracing --lib --bins --tests` (the spans record, so what
-//! they say is tested) for the packages that can reach the mutated code (each file's
+//! they say is tested; `--lib-only`, a quicker first pass, keeps `--lib` alone) for
+//! the packages that can reach the mutated code (each file's
 //! own and every member that depends on it, one list for all the files named: for
 //! cuda-staging files alone, cuda-staging and benches), every test executable with
 //! `--include-ignored` (the GPU tests too), on the simulator (`crates/cuda-sim`,
@@ -64,18 +65,16 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-staging/src/ring/tickets.rs",
 ];
 
-/// What every test run here builds and runs: the test targets, in release, of the
-/// packages that can reach the mutated code ([`reaching_packages`]), with
-/// cuda-staging's `tracing` feature. Doctests are left out: with `--include-ignored`
-/// they would compile the README's `ignore`d snippets too.
-const TEST_ARGS: &[&str] = &[
-    "--release",
-    "--features",
-    "cuda-staging/tracing",
-    "--lib",
-    "--bins",
-    "--tests",
-];
+/// How every test run here builds: in release, with cuda-staging's `tracing` feature,
+/// for the packages that can reach the mutated code ([`reaching_packages`]).
+const BUILD_ARGS: &[&str] = &["--release", "--features", "cuda-staging/tracing"];
+
+/// The test targets every run builds and runs ([`targets`]): all but doctests, which
+/// with `--include-ignored` would compile the README's `ignore`d snippets too.
+const ALL_TARGETS: &[&str] = &["--lib", "--bins", "--tests"];
+
+/// With `--lib-only`: the unit tests alone.
+const LIB_TARGET: &[&str] = &["--lib"];
 
 /// Left out of every run: cuda-sim's tests check the simulator, no mutated file, and
 /// some leave objects live on purpose, which the leak status would fail.
@@ -113,6 +112,13 @@ pub struct Args {
     /// `--re`), for example one survivor again after a test was added for it.
     #[arg(long, value_name = "REGEX")]
     re: Option<String>,
+    /// A quicker first pass: the unit tests (`--lib`) alone, not the GPU suite. A
+    /// mutant they catch is caught by the whole run too, whose tests include them; run
+    /// the ones missed again without this option, with `--re`. The timeout, taken
+    /// from the baseline's time, shrinks with it, which matters where broken
+    /// mutants hang (`job.rs`).
+    #[arg(long)]
+    lib_only: bool,
     /// Source files to mutate (default: the list in xtask/src/mutants.rs).
     #[arg(value_name = "FILE")]
     files: Vec<String>,
@@ -163,12 +169,15 @@ pub fn run(args: &Args) -> Result<()> {
     // also time the mutants against a smaller run than theirs. So the unmutated
     // baseline is the very command each mutant runs, built and timed here.
     let selected: Vec<String> = packages.iter().map(|p| format!("--package={p}")).collect();
+    let targets = targets(args.lib_only);
     let mut build = cmd!(sh, "cargo test --no-run")
         .args(&selected)
-        .args(TEST_ARGS);
+        .args(BUILD_ARGS)
+        .args(targets);
     let mut test = cmd!(sh, "cargo test")
         .args(&selected)
-        .args(TEST_ARGS)
+        .args(BUILD_ARGS)
+        .args(targets)
         .args(["--", "--include-ignored"]);
     for skip in skipped() {
         test = test.args(["--skip", skip]);
@@ -199,16 +208,9 @@ pub fn run(args: &Args) -> Result<()> {
         // record, and `route_tracing` checks what they say.
         .arg("--features=cuda-staging/tracing")
         .arg("--cargo-arg=--release")
-        // Test targets only: with --include-ignored, doctests would compile the
-        // README's `ignore`d snippets too.
-        .args([
-            "--",
-            "--lib",
-            "--bins",
-            "--tests",
-            "--",
-            "--include-ignored",
-        ]);
+        .arg("--")
+        .args(targets)
+        .args(["--", "--include-ignored"]);
     for skip in skipped() {
         mutants = mutants.args(["--skip", skip]);
     }
@@ -269,6 +271,16 @@ fn reaching_packages(meta: &Metadata, files: &[String]) -> Result<Vec<String>> {
         .into());
     }
     Ok(reach.into_iter().collect())
+}
+
+/// The test targets a run builds and runs: [`LIB_TARGET`] with `--lib-only`, else
+/// [`ALL_TARGETS`].
+fn targets(lib_only: bool) -> &'static [&'static str] {
+    if lib_only {
+        LIB_TARGET
+    } else {
+        ALL_TARGETS
+    }
 }
 
 /// The test names every run leaves out, with `--skip`.
@@ -349,6 +361,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("Odd"), "{e}");
+    }
+
+    #[test]
+    fn lib_only_runs_the_unit_tests_alone_and_otherwise_every_target_but_doctests() {
+        assert_eq!(targets(true), ["--lib"]);
+        assert_eq!(targets(false), ["--lib", "--bins", "--tests"]);
     }
 
     #[test]

@@ -5,8 +5,7 @@
 //! --locked`. For every mutant of the files named (default: [`DEFAULT_FILES`]),
 //! cargo-mutants builds a copy of the workspace and runs `cargo test --release
 //! --features cuda-staging/tracing --lib --bins --tests` (the spans record, so what
-//! they say is tested; `--lib-only`, a quicker first pass, keeps `--lib` alone) for
-//! the packages that can reach the mutated code (each file's
+//! they say is tested) for the packages that can reach the mutated code (each file's
 //! own and every member that depends on it, one list for all the files named: for
 //! cuda-staging files alone, cuda-staging and benches), every test executable with
 //! `--include-ignored` (the GPU tests too), on the simulator (`crates/cuda-sim`,
@@ -20,6 +19,11 @@
 //! caught: a hang is a failure a user would see. So does a mutant that leaks: every
 //! process runs with the simulator's leak report on and `CUDA_SIM_LEAK_EXIT_STATUS`,
 //! so one that ends holding a stream, event, context or allocation fails.
+//!
+//! Two quicker first passes narrow the tests: `--lib-only` (the unit tests alone) and
+//! `--package P` (only P's tests, without the feature where P is not cuda-staging). A
+//! mutant they catch the whole run catches too; the ones they miss are run again
+//! without them, with `--re`, before a survivor goes into the table.
 //!
 //! The unmutated baseline is built and timed here, with the very command each mutant
 //! runs, and cargo-mutants' own is skipped: it tests only the mutated packages, so a
@@ -65,9 +69,9 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-staging/src/ring/tickets.rs",
 ];
 
-/// How every test run here builds: in release, with cuda-staging's `tracing` feature,
-/// for the packages that can reach the mutated code ([`reaching_packages`]).
-const BUILD_ARGS: &[&str] = &["--release", "--features", "cuda-staging/tracing"];
+/// The feature every run turns on where cuda-staging's tests run: the spans record,
+/// so what they say is tested. cargo takes it only with cuda-staging among the packages.
+const TRACING: &str = "cuda-staging/tracing";
 
 /// The test targets every run builds and runs ([`targets`]): all but doctests, which
 /// with `--include-ignored` would compile the README's `ignore`d snippets too.
@@ -119,6 +123,12 @@ pub struct Args {
     /// mutants hang (`job.rs`).
     #[arg(long)]
     lib_only: bool,
+    /// A quicker first pass: only these packages' tests (each one that can reach the
+    /// files), for example `--package cuda-core` for a cuda-core file, whose own tests
+    /// hold its GPU tests, without cuda-staging's suite. As with `--lib-only`, run the
+    /// ones missed again without this option, with `--re`.
+    #[arg(long = "package", value_name = "PACKAGE")]
+    packages: Vec<String>,
     /// Source files to mutate (default: the list in xtask/src/mutants.rs).
     #[arg(value_name = "FILE")]
     files: Vec<String>,
@@ -153,7 +163,7 @@ pub fn run(args: &Args) -> Result<()> {
         return mutants.arg("--list").run().context("cargo mutants --list");
     }
     let meta = Metadata::load()?;
-    let packages = reaching_packages(&meta, &files)?;
+    let packages = chosen(reaching_packages(&meta, &files)?, &args.packages)?;
     println!("tests of: {}", packages.join(", "));
     let driver = test_sim::build_simulator(&sh, &meta, &[])?;
     let mut env = test_sim::simulator_env(&driver, 2, 1, 200);
@@ -170,13 +180,17 @@ pub fn run(args: &Args) -> Result<()> {
     // baseline is the very command each mutant runs, built and timed here.
     let selected: Vec<String> = packages.iter().map(|p| format!("--package={p}")).collect();
     let targets = targets(args.lib_only);
-    let mut build = cmd!(sh, "cargo test --no-run")
+    let features: Vec<String> = tracing(&packages)
+        .map(|f| format!("--features={f}"))
+        .into_iter()
+        .collect();
+    let mut build = cmd!(sh, "cargo test --no-run --release")
         .args(&selected)
-        .args(BUILD_ARGS)
+        .args(&features)
         .args(targets);
-    let mut test = cmd!(sh, "cargo test")
+    let mut test = cmd!(sh, "cargo test --release")
         .args(&selected)
-        .args(BUILD_ARGS)
+        .args(&features)
         .args(targets)
         .args(["--", "--include-ignored"]);
     for skip in skipped() {
@@ -206,7 +220,7 @@ pub fn run(args: &Args) -> Result<()> {
         .arg(&output)
         // The spans are code of the transfer core too: with the feature on they
         // record, and `route_tracing` checks what they say.
-        .arg("--features=cuda-staging/tracing")
+        .args(&features)
         .arg("--cargo-arg=--release")
         .arg("--")
         .args(targets)
@@ -260,8 +274,8 @@ fn reaching_packages(meta: &Metadata, files: &[String]) -> Result<Vec<String>> {
         }
     }
     reach.remove(SIMULATOR_PACKAGE);
-    // Every run turns on `cuda-staging/tracing`, which cargo takes only with
-    // cuda-staging among the packages: the files must be its code or below it.
+    // A whole run tests with `cuda-staging/tracing` on, which needs cuda-staging
+    // among the packages: the files must be its code or below it.
     if !reach.contains("cuda-staging") {
         return Err(format!(
             "no tests of cuda-staging can reach {}: this command mutates cuda-core's and \
@@ -271,6 +285,36 @@ fn reaching_packages(meta: &Metadata, files: &[String]) -> Result<Vec<String>> {
         .into());
     }
     Ok(reach.into_iter().collect())
+}
+
+/// The packages whose tests run: every one in `reach`, or those `asked` (`--package`),
+/// each of which must be in `reach`, since no other package's tests can fail a mutant.
+fn chosen(reach: Vec<String>, asked: &[String]) -> Result<Vec<String>> {
+    if asked.is_empty() {
+        return Ok(reach);
+    }
+    for p in asked {
+        if !reach.contains(p) {
+            return Err(format!(
+                "--package {p}: its tests cannot reach the files mutated; these can: {}",
+                reach.join(", ")
+            )
+            .into());
+        }
+    }
+    let mut asked = asked.to_vec();
+    asked.sort();
+    asked.dedup();
+    Ok(asked)
+}
+
+/// The feature to turn on for `packages`: [`TRACING`] where cuda-staging is one of
+/// them, else none (cargo refuses a feature of a package it does not build).
+fn tracing(packages: &[String]) -> Option<&'static str> {
+    packages
+        .iter()
+        .any(|p| p == "cuda-staging")
+        .then_some(TRACING)
 }
 
 /// The test targets a run builds and runs: [`LIB_TARGET`] with `--lib-only`, else
@@ -361,6 +405,30 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("Odd"), "{e}");
+    }
+
+    #[test]
+    fn package_narrows_the_run_to_packages_that_reach_the_files_and_refuses_others() {
+        let reach = vec![
+            "benches".to_string(),
+            "cuda-core".into(),
+            "cuda-staging".into(),
+        ];
+        assert_eq!(chosen(reach.clone(), &[]).unwrap(), reach);
+        let one = chosen(reach.clone(), &["cuda-core".into(), "cuda-core".into()]).unwrap();
+        assert_eq!(one, ["cuda-core"]);
+        let e = chosen(reach, &["xtask".into()]).unwrap_err().to_string();
+        assert!(
+            e.contains("--package xtask") && e.contains("cuda-core"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn tracing_is_turned_on_only_where_cuda_staging_is_built() {
+        assert_eq!(tracing(&["cuda-core".into()]), None);
+        let both = ["cuda-core".to_string(), "cuda-staging".into()];
+        assert_eq!(tracing(&both), Some("cuda-staging/tracing"));
     }
 
     #[test]

@@ -3,12 +3,12 @@
 //!
 //! Its own test binary, so that no other test in the process records (or drains)
 //! an error while these run; and the tests here take one lock, so that they do not
-//! see each other's either. One of them makes a drop fail on purpose.
+//! see each other's either. Some make a drop or a free fail on purpose.
 //!
 //! Every test needs a CUDA GPU and is `#[ignore]`d; run them with
 //! `cargo xtask test-gpu` (or `cargo test -p cuda-core --test gpu_deferred --
 //! --ignored`). Note for `--sanitize`: compute-sanitizer reports the deliberately
-//! failing `cuMemHostUnregister` calls.
+//! failing `cuMemHostUnregister` and `cuMemFree` calls.
 
 mod common;
 
@@ -23,6 +23,9 @@ use cuda_core::{
 
 /// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED`.
 const HOST_MEMORY_NOT_REGISTERED: u32 = cuda_core::sys::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+
+/// `CUDA_ERROR_INVALID_VALUE`: `cuMemFree` of an address that is not allocated.
+const INVALID_VALUE: u32 = cuda_core::sys::CUDA_ERROR_INVALID_VALUE;
 
 /// Held by each test here: they read and drain the process-wide store.
 fn exclusive() -> MutexGuard<'static, ()> {
@@ -158,6 +161,25 @@ fn explicit_unregister_returns_the_error_instead_of_recording_it() {
         .unregister()
         .expect_err("unregister of unregistered memory");
     assert_eq!(e.driver_code(), Some(HOST_MEMORY_NOT_REGISTERED), "{e:?}");
+    assert_eq!(deferred_error_count(), before, "returned, so not recorded");
+    assert_eq!(check_deferred_errors(), Ok(()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn explicit_free_returns_the_error_instead_of_recording_it() {
+    let _one = exclusive();
+    let _ctx = gpu();
+    let before = drained();
+    let d = DeviceBuffer::<u32>::alloc(4096).expect("alloc");
+    // SAFETY: raw interop, on purpose: `d.as_device_ptr()` is the start of the
+    // allocation `DeviceBuffer::alloc` made with `cuMemAlloc`, still allocated, in the
+    // context current here, and nothing is queued on it. Afterwards `d` hands the
+    // address only to its own `cuMemFree`, which then fails cleanly: the tests here
+    // hold `exclusive`, so no other thread of this process allocates in between.
+    unsafe { cuda_core::result::mem_free(d.as_device_ptr()) }.expect("raw cuMemFree");
+    let e = d.free().expect_err("free of memory freed behind its back");
+    assert_eq!(e.driver_code(), Some(INVALID_VALUE), "{e:?}");
     assert_eq!(deferred_error_count(), before, "returned, so not recorded");
     assert_eq!(check_deferred_errors(), Ok(()));
 }

@@ -3,7 +3,8 @@
 //!
 //! Needs cargo-mutants, pinned: `cargo install cargo-mutants --version 27.1.0
 //! --locked`. For every mutant of the files named (default: [`DEFAULT_FILES`]),
-//! cargo-mutants builds a copy of the workspace and runs `cargo test --release
+//! cargo-mutants builds a copy of the workspace and runs (unless a first pass,
+//! below, narrows it) `cargo test --release
 //! --features cuda-staging/tracing --lib --bins --tests` (the spans record, so what
 //! they say is tested) for the packages that can reach the mutated code (each file's
 //! own and every member that depends on it, one list for all the files named: for
@@ -116,17 +117,21 @@ pub struct Args {
     /// `--re`), for example one survivor again after a test was added for it.
     #[arg(long, value_name = "REGEX")]
     re: Option<String>,
-    /// A quicker first pass: the unit tests (`--lib`) alone, not the GPU suite. A
-    /// mutant they catch is caught by the whole run too, whose tests include them; run
-    /// the ones missed again without this option, with `--re`. The timeout, taken
-    /// from the baseline's time, shrinks with it, which matters where broken
-    /// mutants hang (`job.rs`).
+    /// A quicker first pass: the unit tests (`--lib`, their `#[ignore]`d GPU tests
+    /// included) alone, not the test targets of `tests/`. A mutant they fail is
+    /// failed by the whole run too, whose tests include them; run the ones missed
+    /// again without this option, with `--re`. The timeout, taken from the baseline's
+    /// time, shrinks with it, which matters where broken mutants hang (`job.rs`); a
+    /// timeout here is a catch only if the log shows tests stuck (a slow mutant
+    /// could pass the whole run's longer timeout): rerun it with `--re` if unsure.
     #[arg(long)]
     lib_only: bool,
     /// A quicker first pass: only these packages' tests (each one that can reach the
     /// files), for example `--package cuda-core` for a cuda-core file, whose own tests
     /// hold its GPU tests, without cuda-staging's suite. As with `--lib-only`, run the
-    /// ones missed again without this option, with `--re`.
+    /// ones missed again without this option, with `--re`. Features that only another
+    /// member turns on are then off (`benches` turns on cuda-core's `cudarc`): code
+    /// behind them is not built, and its mutants need the whole run.
     #[arg(long = "package", value_name = "PACKAGE")]
     packages: Vec<String>,
     /// Source files to mutate (default: the list in xtask/src/mutants.rs).
@@ -218,8 +223,8 @@ pub fn run(args: &Args) -> Result<()> {
         .args(["--build-timeout", &BUILD_TIMEOUT_S.to_string()])
         .arg("--output")
         .arg(&output)
-        // The spans are code of the transfer core too: with the feature on they
-        // record, and `route_tracing` checks what they say.
+        // The spans are code of the transfer core too: with the feature on (where
+        // cuda-staging's tests run) they record, and `route_tracing` checks them.
         .args(&features)
         .arg("--cargo-arg=--release")
         .arg("--")
@@ -309,7 +314,9 @@ fn chosen(reach: Vec<String>, asked: &[String]) -> Result<Vec<String>> {
 }
 
 /// The feature to turn on for `packages`: [`TRACING`] where cuda-staging is one of
-/// them, else none (cargo refuses a feature of a package it does not build).
+/// them, else none: cargo refuses it where no package depends on cuda-staging
+/// (`--package cuda-core`), and without cuda-staging's own tests nothing checks what
+/// the spans record.
 fn tracing(packages: &[String]) -> Option<&'static str> {
     packages
         .iter()

@@ -174,9 +174,12 @@ fn explicit_free_returns_the_error_instead_of_recording_it() {
     let d = DeviceBuffer::<u32>::alloc(4096).expect("alloc");
     // SAFETY: raw interop, on purpose: `d.as_device_ptr()` is the start of the
     // allocation `DeviceBuffer::alloc` made with `cuMemAlloc`, still allocated, in the
-    // context current here, and nothing is queued on it. Afterwards `d` hands the
-    // address only to its own `cuMemFree`, which then fails cleanly: the tests here
-    // hold `exclusive`, so no other thread of this process allocates in between.
+    // context current here, and nothing is queued on it. `mem_free`'s condition 1
+    // (the pointer is not used afterwards) is broken on purpose, once: `d` hands the
+    // address to its own `cuMemFree`, which must fail cleanly. That holds while no
+    // allocation takes the address in between: `d.free()` is the next call, and
+    // every test of this binary holds `exclusive` while it allocates. `d`'s drop
+    // frees nothing more: `release` clears its pointer before its `cuMemFree`.
     unsafe { cuda_core::result::mem_free(d.as_device_ptr()) }.expect("raw cuMemFree");
     let e = d.free().expect_err("free of memory freed behind its back");
     assert_eq!(e.driver_code(), Some(INVALID_VALUE), "{e:?}");

@@ -23,8 +23,10 @@
 //!
 //! Two quicker first passes narrow the tests: `--lib-only` (the unit tests alone) and
 //! `--package P` (only P's tests, without the feature where P is not cuda-staging). A
-//! mutant they catch the whole run catches too; the ones they miss are run again
-//! without them, with `--re`, before a survivor goes into the table.
+//! mutant that fails their tests fails the whole run's too, but a timeout, shorter
+//! than the whole run's, is a catch only where the log shows tests stuck; the ones
+//! they miss are run again without them, with `--re`, before a survivor goes into
+//! the table.
 //!
 //! The unmutated baseline is built and timed here, with the very command each mutant
 //! runs, and cargo-mutants' own is skipped: it tests only the mutated packages, so a
@@ -70,8 +72,8 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-staging/src/ring/tickets.rs",
 ];
 
-/// The feature every run turns on where cuda-staging's tests run: the spans record,
-/// so what they say is tested. cargo takes it only with cuda-staging among the packages.
+/// The feature every run turns on where cuda-staging's tests run ([`tracing`]): the
+/// spans record, so what they say is tested.
 const TRACING: &str = "cuda-staging/tracing";
 
 /// The test targets every run builds and runs ([`targets`]): all but doctests, which

@@ -2,8 +2,9 @@
 //! against `cuda-sys`: a page-locked source changed while its copy is queued, a
 //! download read before it landed, memory freed while a copy still uses it (host and
 //! device), a wait in the wrong context, a device pointer dereferenced on the host,
-//! a sticky fault, and fresh device memory that reads as a marker, not zeros. The programs that abort run in a child process of this test
-//! executable; the parent checks how it ended and what the simulator said.
+//! a sticky fault, and fresh device memory that reads as a marker, not zeros. The
+//! programs that abort run in a child process of this test executable; the parent
+//! checks how it ended and what the simulator said.
 
 mod common;
 

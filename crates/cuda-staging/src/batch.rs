@@ -32,19 +32,18 @@
 //! the plain copy. The batch call itself cannot be captured into a graph (the driver
 //! answers 900, `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`).
 
-use std::convert::Infallible;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrayvec::ArrayVec;
 use cuda_core::{
-    byte_len, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, PinnedBuffer, Result,
-    Stream, MAX_BATCH,
+    DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, Error, PinnedBuffer, Result, Stream,
+    MAX_BATCH,
 };
 
 use crate::direction::Direction;
-use crate::elements::cast;
-use crate::fill::FillError;
+use crate::elements::{cast, check_len};
+use crate::errors::invalid;
 use crate::staged::{self, Move};
 use crate::stores::streams;
 use crate::StagingPod;
@@ -70,10 +69,10 @@ impl Layout {
     /// Places a part of `bytes`; its offset.
     fn push(&mut self, op: &'static str, bytes: usize) -> Result<usize> {
         if self.lens.is_full() {
-            return Err(Error::InvalidArgument {
+            return Err(invalid(
                 op,
-                reason: format!("a batch holds at most {MAX_BATCH} parts"),
-            });
+                format!("a batch holds at most {MAX_BATCH} parts"),
+            ));
         }
         let offset = self.total.next_multiple_of(PART_ALIGN);
         let total = offset.checked_add(bytes).ok_or(Error::SizeOverflow {
@@ -144,7 +143,7 @@ impl<T> Part<T> {
 /// ```
 #[derive(Debug)]
 pub struct DownloadBatch<'a> {
-    id: u64,
+    pub(crate) id: u64,
     pub(crate) srcs: ArrayVec<DeviceView<'a, u8>, MAX_BATCH>,
     pub(crate) layout: Layout,
 }
@@ -193,14 +192,7 @@ impl<'a> DownloadBatch<'a> {
         n: usize,
     ) -> Result<Part<T>> {
         let op = "DownloadBatch::add";
-        let bytes = byte_len::<T>(op, n)?;
-        if n > src.len() {
-            return Err(Error::ExceedsDeviceBuffer {
-                op,
-                n,
-                len: src.len(),
-            });
-        }
+        let bytes = check_len::<T>(op, n, src.len())?;
         let view = DeviceView::of(src).into_bytes().subview(..bytes)?;
         let offset = self.layout.push(op, bytes)?;
         self.srcs.push(view);
@@ -225,10 +217,6 @@ impl<'a> DownloadBatch<'a> {
     /// Bytes of pinned memory the batch needs.
     pub fn region_bytes(&self) -> usize {
         self.layout.total
-    }
-
-    pub(crate) fn id(&self) -> u64 {
-        self.id
     }
 }
 
@@ -270,14 +258,7 @@ impl<'a> UploadBatch<'a> {
         src: &'a [T],
     ) -> Result<()> {
         let op = "UploadBatch::add";
-        if src.len() > dst.len() {
-            return Err(Error::ExceedsDeviceBuffer {
-                op,
-                n: src.len(),
-                len: dst.len(),
-            });
-        }
-        let bytes = std::mem::size_of_val(src);
+        let bytes = check_len::<T>(op, src.len(), dst.len())?;
         let view = DeviceViewMut::of(dst)
             .into_bytes()
             .into_slice_mut(..bytes)?;
@@ -311,10 +292,7 @@ impl<'s> Landed<'s> {
     /// batch.
     pub fn get<T: StagingPod>(&self, part: Part<T>) -> Result<&'s [T]> {
         if part.batch != self.batch {
-            return Err(Error::InvalidArgument {
-                op: "Landed::get",
-                reason: "the part belongs to another batch".into(),
-            });
+            return Err(invalid("Landed::get", "the part belongs to another batch"));
         }
         let bytes = part.len * std::mem::size_of::<T>();
         if bytes == 0 {
@@ -323,7 +301,7 @@ impl<'s> Landed<'s> {
         let region = self
             .bytes
             .get(part.offset..part.offset + bytes)
-            .ok_or_else(|| crate::capacity::internal("part outside the landed region"))?;
+            .ok_or_else(|| crate::errors::internal("part outside the landed region"))?;
         cast::<T>(region)
     }
 }
@@ -346,7 +324,7 @@ impl crate::StagingBuffer {
         if total == 0 {
             return Ok(Landed {
                 bytes: &[],
-                batch: batch.id(),
+                batch: batch.id,
             });
         }
         let m = Move {
@@ -357,10 +335,9 @@ impl crate::StagingBuffer {
         self.in_transfer(|s| {
             staged::download(s, &m, stream, |p| batch.queue(stream, p, batch_api))
         })?;
-        let landed = self.capacity.buffer(total)?.as_slice()?;
         Ok(Landed {
-            bytes: landed.get(..total).ok_or_else(staged::too_small)?,
-            batch: batch.id(),
+            bytes: self.landed(total)?,
+            batch: batch.id,
         })
     }
 
@@ -384,13 +361,13 @@ impl crate::StagingBuffer {
                 parts: &layout.lens,
                 ..Move::new(op, Direction::HostToDevice, total).copied(copier)
             };
-            let fill = |region: &mut [u8]| {
+            let fill = |region: &mut [u8]| -> Result<()> {
                 for (src, &off) in srcs.iter().zip(&layout.offsets) {
                     copier.copy(&mut region[off..off + src.len()], src, streams(src.len()));
                 }
                 Ok(())
             };
-            staged::upload::<_, Infallible>(s, &m, stream, fill, |pinned| {
+            staged::upload(s, &m, stream, fill, |pinned| {
                 if batch_api {
                     return stream.memcpy_htod_batch(pinned, &layout.offsets, dsts);
                 }
@@ -401,7 +378,6 @@ impl crate::StagingBuffer {
                         stream.memcpy_htod(&pinned.slice(off..off + len)?, dst)
                     })
             })
-            .map_err(FillError::infallible)
         })?;
         Ok(())
     }

@@ -59,21 +59,15 @@ impl Budget {
 
     /// The limit, if any.
     pub(crate) fn limit(&self) -> Option<usize> {
-        match self.limit.load(Ordering::Acquire) {
-            UNLIMITED => None,
-            l => Some(l),
-        }
+        finite(self.limit.load(Ordering::Acquire))
     }
 
     /// Sets the limit (`None`: none); returns the one it replaces.
     pub(crate) fn set_limit(&self, limit: Option<usize>) -> Option<usize> {
-        match self
-            .limit
-            .swap(limit.unwrap_or(UNLIMITED), Ordering::AcqRel)
-        {
-            UNLIMITED => None,
-            l => Some(l),
-        }
+        finite(
+            self.limit
+                .swap(limit.unwrap_or(UNLIMITED), Ordering::AcqRel),
+        )
     }
 
     /// Reserves `preferred` bytes, or, when that would pass the limit, `least`
@@ -90,19 +84,7 @@ impl Budget {
         let mut held = self.held.load(Ordering::Acquire);
         loop {
             let limit = self.limit.load(Ordering::Acquire);
-            let room = limit.saturating_sub(held);
-            let bytes = if preferred <= room {
-                preferred
-            } else if least <= room {
-                least
-            } else {
-                return Err(Error::PinnedLimitExceeded {
-                    op,
-                    limit,
-                    held,
-                    requested: least,
-                });
-            };
+            let bytes = grant(op, (limit, held), least, preferred)?;
             // `bytes <= limit - held`: cannot overflow.
             match self.held.compare_exchange_weak(
                 held,
@@ -128,16 +110,7 @@ impl Budget {
     pub(crate) fn check(&self, op: &'static str, least: usize) -> Result<()> {
         let held = self.held();
         let limit = self.limit.load(Ordering::Acquire);
-        if least <= limit.saturating_sub(held) {
-            Ok(())
-        } else {
-            Err(Error::PinnedLimitExceeded {
-                op,
-                limit,
-                held,
-                requested: least,
-            })
-        }
+        grant(op, (limit, held), least, least).map(drop)
     }
 
     /// Gives `bytes` back. Never panics: a count that would go below zero (a bug
@@ -169,6 +142,36 @@ impl Reservation<'_> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         self.budget.release(self.bytes);
+    }
+}
+
+/// `None` for [`UNLIMITED`], else `Some(limit)`.
+fn finite(limit: usize) -> Option<usize> {
+    (limit != UNLIMITED).then_some(limit)
+}
+
+/// The bytes a reservation of `preferred` (or at least `least`, `least <=
+/// preferred`) gets with `held` bytes held under `limit`: `preferred` where it fits,
+/// else `least`; [`Error::PinnedLimitExceeded`] naming `op`, the limit, the bytes
+/// held and `least` when neither fits.
+fn grant(
+    op: &'static str,
+    (limit, held): (usize, usize),
+    least: usize,
+    preferred: usize,
+) -> Result<usize> {
+    let room = limit.saturating_sub(held);
+    if preferred <= room {
+        Ok(preferred)
+    } else if least <= room {
+        Ok(least)
+    } else {
+        Err(Error::PinnedLimitExceeded {
+            op,
+            limit,
+            held,
+            requested: least,
+        })
     }
 }
 

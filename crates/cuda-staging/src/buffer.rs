@@ -219,8 +219,7 @@ impl StagingBuffer {
         let m = Move::new("download_into", Direction::DeviceToHost, bytes);
         let src = DeviceView::of(src).into_bytes().subview(..bytes)?;
         self.in_transfer(|s| staged::download(s, &m, stream, |p| stream.memcpy_dtoh(&src, p)))?;
-        let landed = self.capacity.buffer(bytes)?.as_slice()?;
-        cast::<T>(landed.get(..bytes).ok_or_else(staged::too_small)?)
+        cast::<T>(self.landed(bytes)?)
     }
 
     /// Copies all of `src` into `dst[..src.len()]`, returning once it has landed.
@@ -298,6 +297,12 @@ impl StagingBuffer {
     pub(crate) fn copier(&self, copy_bytes: usize, direction: Direction) -> Copier<'static> {
         let hot = self.burst.back_to_back();
         Copier::for_transfer(self.config.copy_threads, copy_bytes, direction, hot)
+    }
+
+    /// The first `bytes` of pinned memory, where a download landed.
+    pub(crate) fn landed(&mut self, bytes: usize) -> Result<&[u8]> {
+        let landed = self.capacity.buffer(bytes)?.as_slice()?;
+        landed.get(..bytes).ok_or_else(staged::too_small)
     }
 
     /// Grows the pinned memory to at least `bytes` (not past `limit` unless `bytes`

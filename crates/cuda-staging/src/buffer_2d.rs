@@ -120,7 +120,7 @@ impl StagingBuffer {
             let copier = Copier::shaped(staged.copy).last(true);
             let m = Move::new(op, Direction::DeviceToHost, bytes).copied(copier);
             let unpack = |s: &mut StagingBuffer| {
-                let landed = s.landed_2d(bytes)?;
+                let landed = s.landed(bytes)?;
                 rows::unpack(bytemuck::cast_slice_mut(dst), landed, &host, copier)
             };
             staged::download_rows(s, &m, (src, &device), stream, unpack).map(drop)
@@ -147,7 +147,7 @@ impl StagingBuffer {
         }
         let m = Move::new(op, Direction::DeviceToHost, bytes);
         self.in_transfer(|s| staged::download_rows(s, &m, (src, &device), stream, |_| Ok(())))?;
-        cast::<T>(self.landed_2d(bytes)?)
+        cast::<T>(self.landed(bytes)?)
     }
 
     /// The driver's own 2-D copy of `bytes` of rows moving `direction`, made by
@@ -170,11 +170,5 @@ impl StagingBuffer {
         self.stats.add_bytes(direction, bytes);
         span.succeeded();
         Ok(())
-    }
-
-    /// The first `bytes` of pinned memory, where a 2-D download's rows landed.
-    fn landed_2d(&mut self, bytes: usize) -> Result<&[u8]> {
-        let landed = self.capacity.buffer(bytes)?.as_slice()?;
-        landed.get(..bytes).ok_or_else(staged::too_small)
     }
 }

@@ -3,6 +3,7 @@
 use cuda_core::{Context, Error, PinnedBuffer, Result};
 
 use crate::budget::BudgetedPinned;
+use crate::errors::internal;
 
 /// What a refused grow of a staging buffer's pinned memory names.
 const GROW_OP: &str = "StagingBuffer grow";
@@ -107,14 +108,6 @@ impl Capacity {
     /// Releases the pinned memory (after any queued copy that uses it).
     pub(crate) fn release(&mut self) {
         self.pinned = None;
-    }
-}
-
-/// An error that would mean a bug here, reported rather than panicking.
-pub(crate) fn internal(what: &str) -> Error {
-    Error::InvalidArgument {
-        op: "StagingBuffer (internal)",
-        reason: what.to_owned(),
     }
 }
 

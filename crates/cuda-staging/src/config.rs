@@ -1,9 +1,10 @@
 //! [`StagingConfig`]: how a [`StagingBuffer`](crate::StagingBuffer) routes, copies and waits, in one value,
 //! and the buffer's methods that read and set it.
 
-use cuda_core::{Error, Result, WaitPolicy};
+use cuda_core::{Result, WaitPolicy};
 
 use crate::direction::{Direction, PerDirection};
+use crate::errors::invalid;
 use crate::plan::PIPELINE_WINDOW_BYTES;
 
 /// Default lower routing bounds: below them `upload` / `download` hand the copy to
@@ -147,13 +148,11 @@ impl StagingConfig {
     pub(crate) fn checked(mut self, op: &'static str) -> Result<StagingConfig> {
         check_copy_threads(op, self.copy_threads)?;
         if self.pipeline_chunk_bytes > PIPELINE_WINDOW_BYTES {
-            return Err(Error::InvalidArgument {
-                op,
-                reason: format!(
-                    "pipeline_chunk_bytes is {}; it must be at most {PIPELINE_WINDOW_BYTES} (0: automatic)",
-                    self.pipeline_chunk_bytes
-                ),
-            });
+            let reason = format!(
+                "pipeline_chunk_bytes is {}; it must be at most {PIPELINE_WINDOW_BYTES} (0: automatic)",
+                self.pipeline_chunk_bytes
+            );
+            return Err(invalid(op, reason));
         }
         self.pipeline_chunk_bytes = self
             .pipeline_chunk_bytes
@@ -215,10 +214,8 @@ impl RingConfig {
     /// `self`, or an error that names the field for a value no ring can take.
     pub(crate) fn checked(self, op: &'static str) -> Result<RingConfig> {
         if !(1..=MAX_RING_SLOTS).contains(&self.slots) {
-            return Err(Error::InvalidArgument {
-                op,
-                reason: format!("slots is {}; a ring has 1 to {MAX_RING_SLOTS}", self.slots),
-            });
+            let reason = format!("slots is {}; a ring has 1 to {MAX_RING_SLOTS}", self.slots);
+            return Err(invalid(op, reason));
         }
         check_copy_threads(op, self.copy_threads)?;
         Ok(self)
@@ -231,18 +228,17 @@ fn check_copy_threads(op: &'static str, copy_threads: usize) -> Result<()> {
     if (1..=MAX_COPY_THREADS).contains(&copy_threads) {
         return Ok(());
     }
-    Err(Error::InvalidArgument {
+    Err(invalid(
         op,
-        reason: format!(
-            "copy_threads is {copy_threads}; it must be from 1 (the calling thread alone) to {MAX_COPY_THREADS}"
-        ),
-    })
+        format!("copy_threads is {copy_threads}; it must be from 1 (the calling thread alone) to {MAX_COPY_THREADS}"),
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::StagingBuffer;
+    use cuda_core::Error;
 
     #[test]
     fn a_config_is_kept_as_given_and_a_bad_one_changes_nothing() {

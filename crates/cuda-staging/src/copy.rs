@@ -4,7 +4,6 @@
 use crate::direction::Direction;
 use crate::pool::{Pool, Share};
 use crate::routing::{self, CopyShape};
-use crate::stores::CopyKind;
 use crate::tuning::PARALLEL_MIN_BYTES;
 
 /// Each extra copy thread gets at least this much.
@@ -111,18 +110,13 @@ impl<'a> Copier<'a> {
     /// Copies `src` into `dst` (equal lengths; a shorter one bounds the copy), with
     /// streaming stores when `streaming`.
     pub(crate) fn copy(&self, dst: &mut [u8], src: &[u8], streaming: bool) {
-        let kind = if streaming {
-            CopyKind::Streaming
-        } else {
-            CopyKind::Plain
-        };
-        self.run(dst, src, kind);
+        self.run(dst, src, streaming);
     }
 
     /// Copies `src`, pinned memory a DMA just filled, into `dst` (equal lengths; a
     /// shorter one bounds the copy).
     pub(crate) fn copy_out(&self, dst: &mut [u8], src: &[u8]) {
-        self.run(dst, src, CopyKind::Plain);
+        self.run(dst, src, false);
     }
 
     /// The pool and the threads (the caller included) a copy of `len` bytes is split
@@ -161,9 +155,9 @@ impl<'a> Copier<'a> {
         }
     }
 
-    /// Copies `kind`-wise, split over the pool when the copy is large enough and
-    /// helpers are allowed, else on the calling thread.
-    fn run(&self, dst: &mut [u8], src: &[u8], kind: CopyKind) {
+    /// Copies (with streaming stores when `streaming`), split over the pool when the
+    /// copy is large enough and helpers are allowed, else on the calling thread.
+    fn run(&self, dst: &mut [u8], src: &[u8], streaming: bool) {
         let len = dst.len().min(src.len());
         match self.split(len) {
             Some((pool, threads)) => {
@@ -174,13 +168,13 @@ impl<'a> Copier<'a> {
                         dst.as_mut_ptr(),
                         src.as_ptr(),
                         len,
-                        kind,
+                        streaming,
                         self.publication(threads),
                     )
                 }
             }
             // SAFETY: as above.
-            _ => unsafe { kind.copy(dst.as_mut_ptr(), src.as_ptr(), len) },
+            _ => unsafe { crate::stores::copy(dst.as_mut_ptr(), src.as_ptr(), len, streaming) },
         }
     }
 }

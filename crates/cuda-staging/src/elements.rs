@@ -2,7 +2,7 @@
 
 use cuda_core::{byte_len, DeviceSlice, Error, Result, Stream};
 
-use crate::capacity::internal;
+use crate::errors::internal;
 use crate::StagingPod;
 
 /// `n` values of `T` that take no bytes: `n` zero-sized values, or none.
@@ -25,15 +25,18 @@ pub(crate) fn check_transfer<T: StagingPod>(
     memory: &(impl DeviceSlice<T> + ?Sized),
     stream: &Stream,
 ) -> Result<usize> {
-    let bytes = byte_len::<T>(op, n)?;
-    if n > memory.len() {
-        return Err(Error::ExceedsDeviceBuffer {
-            op,
-            n,
-            len: memory.len(),
-        });
-    }
+    let bytes = check_len::<T>(op, n, memory.len())?;
     stream.check_memory(op, &memory.device_access(), "the device buffer")?;
+    Ok(bytes)
+}
+
+/// The bytes of `n` elements of `T` to or from device memory of `len` elements; an
+/// error for more elements than it holds, or more bytes than a `usize` counts.
+pub(crate) fn check_len<T: StagingPod>(op: &'static str, n: usize, len: usize) -> Result<usize> {
+    let bytes = byte_len::<T>(op, n)?;
+    if n > len {
+        return Err(Error::ExceedsDeviceBuffer { op, n, len });
+    }
     Ok(bytes)
 }
 

@@ -331,6 +331,7 @@ mod copy;
 mod cpu_clock;
 mod direction;
 mod elements;
+mod errors;
 mod events;
 mod fill;
 mod job;

@@ -11,8 +11,8 @@ use cuda_core::{
     DeviceView, DeviceViewMut, Event, PinnedBuffer, PinnedViewMut, Result, Stream, WaitPolicy,
 };
 
-use crate::capacity::internal;
 use crate::copy::Copier;
+use crate::errors::internal;
 use crate::plan::{Plan, MAX_SLOTS};
 use crate::stores::streams;
 
@@ -33,42 +33,35 @@ impl Stage<'_> {
     /// caller caps the copier at
     /// [`UPLOAD_MAX_THREADS`](crate::routing::UPLOAD_MAX_THREADS) threads.
     pub(crate) fn upload(self, src: &[u8], dst: &mut DeviceViewMut<'_, u8>) -> Result<()> {
-        let Stage {
-            window,
-            events,
-            stream,
-            copier,
-            plan,
-            wait,
-        } = self;
-        if plan.chunks == 1 {
-            let bytes = plan.bytes;
-            let slot = window.as_mut_slice()?;
-            copier
+        if self.plan.chunks == 1 {
+            let bytes = self.plan.bytes;
+            let slot = self.window.as_mut_slice()?;
+            self.copier
                 .last(true)
                 .copy(&mut slot[..bytes], src, streams(bytes));
-            stream.memcpy_htod(&window.slice(..bytes)?, dst)?;
-            return stream.synchronize_with(wait);
+            self.stream.memcpy_htod(&self.window.slice(..bytes)?, dst)?;
+            return self.stream.synchronize_with(self.wait);
         }
-        let mut slots = slot_views(window, &plan)?;
-        for k in 0..plan.chunks {
-            let (off, len, s) = plan.chunk(k);
+        let mut slots = slot_views(self.window, &self.plan)?;
+        for k in 0..self.plan.chunks {
+            let (off, len, s) = self.plan.chunk(k);
             let slot = slots[s].as_mut().ok_or_else(|| internal("missing slot"))?;
-            if plan.reuses() && k >= plan.slots {
+            if self.plan.reuses() && k >= self.plan.slots {
                 // The DMA that last read this slot has completed after this.
-                events[s].synchronize_with(wait)?;
+                self.events[s].synchronize_with(self.wait)?;
             }
-            copier.last(k + 1 == plan.chunks).copy(
+            self.copier.last(k + 1 == self.plan.chunks).copy(
                 &mut slot.as_mut_slice()?[..len],
                 &src[off..off + len],
                 streams(len),
             );
-            stream.memcpy_htod(&slot.slice(..len)?, &mut dst.slice_mut(off..off + len)?)?;
-            if plan.reuses() {
-                events[s].record(stream)?;
+            self.stream
+                .memcpy_htod(&slot.slice(..len)?, &mut dst.slice_mut(off..off + len)?)?;
+            if self.plan.reuses() {
+                self.events[s].record(self.stream)?;
             }
         }
-        stream.synchronize_with(wait)
+        self.stream.synchronize_with(self.wait)
     }
 
     /// Stages `src` into `dst` (equal lengths), returning once every byte is there.
@@ -95,44 +88,36 @@ impl Stage<'_> {
     /// A download in one piece is copied out once its DMA has landed, like each
     /// chunk of a pipelined one.
     pub(crate) fn download(self, src: &DeviceView<'_, u8>, dst: &mut [u8]) -> Result<()> {
-        let Stage {
-            window,
-            events,
-            stream,
-            copier,
-            plan,
-            wait,
-        } = self;
-        if plan.chunks == 1 {
-            stream.memcpy_dtoh(src, window)?;
-            stream.synchronize_with(wait)?;
-            copier
+        if self.plan.chunks == 1 {
+            self.stream.memcpy_dtoh(src, self.window)?;
+            self.stream.synchronize_with(self.wait)?;
+            self.copier
                 .last(true)
-                .copy_out(dst, &window.as_slice()?[..plan.bytes]);
+                .copy_out(dst, &self.window.as_slice()?[..self.plan.bytes]);
             return Ok(());
         }
-        let mut slots = slot_views(window, &plan)?;
+        let mut slots = slot_views(self.window, &self.plan)?;
         let issue = |slots: &mut [Option<PinnedViewMut<'_, u8>>],
                      events: &mut [Event],
                      k: usize|
          -> Result<()> {
-            let (off, len, s) = plan.chunk(k);
+            let (off, len, s) = self.plan.chunk(k);
             let slot = slots[s].as_mut().ok_or_else(|| internal("missing slot"))?;
-            stream.memcpy_dtoh(&src.slice(off..off + len)?, slot)?;
-            events[s].record(stream)
+            self.stream.memcpy_dtoh(&src.slice(off..off + len)?, slot)?;
+            events[s].record(self.stream)
         };
-        for k in 0..plan.slots {
-            issue(&mut slots, events, k)?;
+        for k in 0..self.plan.slots {
+            issue(&mut slots, self.events, k)?;
         }
-        for k in 0..plan.chunks {
-            let (off, len, s) = plan.chunk(k);
-            events[s].synchronize_with(wait)?;
+        for k in 0..self.plan.chunks {
+            let (off, len, s) = self.plan.chunk(k);
+            self.events[s].synchronize_with(self.wait)?;
             let slot = slots[s].as_ref().ok_or_else(|| internal("missing slot"))?;
-            copier
-                .last(k + 1 == plan.chunks)
+            self.copier
+                .last(k + 1 == self.plan.chunks)
                 .copy_out(&mut dst[off..off + len], &slot.as_slice()?[..len]);
-            if k + plan.slots < plan.chunks {
-                issue(&mut slots, events, k + plan.slots)?;
+            if k + self.plan.slots < self.plan.chunks {
+                issue(&mut slots, self.events, k + self.plan.slots)?;
             }
         }
         Ok(())

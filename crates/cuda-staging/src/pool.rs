@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use crate::cpu_clock::thread_cpu_ns;
 use crate::job::{Job, MAX_PARTS};
-use crate::stores::CopyKind;
+use crate::stores::copy;
 use crate::sync::{spin_hint, Ordering};
 
 mod control;
@@ -85,7 +85,7 @@ struct CopyDesc {
     src: *const u8,
     len: usize,
     per: usize,
-    kind: CopyKind,
+    streaming: bool,
     linger: bool,
 }
 
@@ -99,7 +99,7 @@ impl CopyDesc {
         src: std::ptr::null(),
         len: 0,
         per: 1,
-        kind: CopyKind::Plain,
+        streaming: false,
         linger: false,
     };
 
@@ -113,7 +113,7 @@ impl CopyDesc {
         let n = self.per.min(self.len - off);
         // SAFETY: `off + n <= len`, inside both ranges (condition 1); parts do not
         // overlap each other.
-        unsafe { self.kind.copy(self.dst.add(off), self.src.add(off), n) }
+        unsafe { copy(self.dst.add(off), self.src.add(off), n, self.streaming) }
     }
 }
 
@@ -292,7 +292,7 @@ impl Pool {
         dst: *mut u8,
         src: *const u8,
         len: usize,
-        kind: CopyKind,
+        streaming: bool,
         share: Share,
     ) {
         let helpers = share
@@ -306,7 +306,7 @@ impl Pool {
         };
         let Some(j) = slot else {
             // SAFETY: condition 1.
-            unsafe { kind.copy(dst, src, len) };
+            unsafe { copy(dst, src, len, streaming) };
             return;
         };
         let job = &self.jobs[j];
@@ -318,7 +318,7 @@ impl Pool {
             src,
             len,
             per,
-            kind,
+            streaming,
             linger: share.linger,
         };
         // SAFETY: we own slot `j` and the last publication in it was waited for
@@ -366,22 +366,13 @@ impl Pool {
         if self.pending.load(Ordering::SeqCst) == 0 {
             return None;
         }
-        for (j, w) in self.wanted.iter().enumerate() {
-            let mut n = w.0.load(Ordering::SeqCst);
-            while n > 0 {
-                match w
-                    .0
-                    .compare_exchange_weak(n, n - 1, Ordering::SeqCst, Ordering::SeqCst)
-                {
-                    Ok(_) => {
-                        self.pending.fetch_sub(1, Ordering::SeqCst);
-                        return Some(j);
-                    }
-                    Err(now) => n = now,
-                }
-            }
-        }
-        None
+        let j = self.wanted.iter().position(|w| {
+            (w.0)
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        })?;
+        self.pending.fetch_sub(1, Ordering::SeqCst);
+        Some(j)
     }
 
     /// Spins until an offer can be taken or [`LINGER`] has passed.

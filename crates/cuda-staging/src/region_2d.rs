@@ -1,8 +1,9 @@
 //! What every 2-D transfer checks before any driver call: the device region against
 //! the stream, the caller's host rows against their slice, and element counts.
 
-use cuda_core::{byte_len, DeviceSlice2d, Error, Layout2d, Result, Stream};
+use cuda_core::{byte_len, DeviceSlice2d, Layout2d, Result, Stream};
 
+use crate::errors::invalid;
 use crate::StagingPod;
 
 /// What the caller's side of a 2-D transfer is called in errors.
@@ -40,10 +41,10 @@ pub(crate) fn host_rows<T: StagingPod>(
 /// [`Error::InvalidArgument`] when that overflows (only zero-sized elements can get
 /// there: for others the region's bytes were checked first).
 pub(crate) fn region_len(op: &'static str, width: usize, height: usize) -> Result<usize> {
-    width
-        .checked_mul(height)
-        .ok_or_else(|| Error::InvalidArgument {
+    width.checked_mul(height).ok_or_else(|| {
+        invalid(
             op,
-            reason: format!("a region of {width} x {height} elements overflows an element count"),
-        })
+            format!("a region of {width} x {height} elements overflows an element count"),
+        )
+    })
 }

@@ -17,7 +17,6 @@
 //! checker refuses it).
 
 use std::convert::Infallible;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cuda_core::{DeviceSlice, DeviceSliceMut, DeviceView, Error, Event, Result, Stream};
@@ -300,25 +299,15 @@ impl StagingRing {
         stream: &Stream,
     ) -> Result<Ticket<T>> {
         let bytes = check_transfer::<T>("StagingRing::download", n, src, stream)?;
-        if bytes == 0 {
-            return Ok(Ticket {
-                ring: self.id,
-                slot: usize::MAX,
-                generation: 0,
-                len: n,
-                _elem: PhantomData,
-            });
+        let mut k = None;
+        if bytes > 0 {
+            let m = Move::new("StagingRing::download", Direction::DeviceToHost, bytes);
+            let src = DeviceView::of(src).into_bytes().subview(..bytes)?;
+            k = Some(staged::download(self, &m, stream, |p| {
+                stream.memcpy_dtoh(&src, p)
+            })?);
         }
-        let m = Move::new("StagingRing::download", Direction::DeviceToHost, bytes);
-        let src = DeviceView::of(src).into_bytes().subview(..bytes)?;
-        let k = staged::download(self, &m, stream, |p| stream.memcpy_dtoh(&src, p))?;
-        Ok(Ticket {
-            ring: self.id,
-            slot: k,
-            generation: self.slots[k].generation,
-            len: n,
-            _elem: PhantomData,
-        })
+        Ok(Ticket::new(self.stamp(k), n))
     }
 
     /// Queues the downloads of every part of `batch` into one slot as one batch, and
@@ -331,23 +320,24 @@ impl StagingRing {
         let op = "StagingRing::download_batch";
         batch.check(op, stream)?;
         let total = batch.layout.total;
-        let mut ticket = BatchTicket {
-            ring: self.id,
-            slot: usize::MAX,
-            generation: 0,
-            batch: batch.id(),
-            bytes: total,
-        };
+        let mut k = None;
         if total > 0 {
             let m = Move {
                 parts: &batch.layout.lens,
                 ..Move::new(op, Direction::DeviceToHost, total)
             };
-            let k = staged::download(self, &m, stream, |p| batch.queue(stream, p, true))?;
-            ticket.slot = k;
-            ticket.generation = self.slots[k].generation;
+            k = Some(staged::download(self, &m, stream, |p| {
+                batch.queue(stream, p, true)
+            })?);
         }
-        Ok(ticket)
+        let (ring, slot, generation) = self.stamp(k);
+        Ok(BatchTicket {
+            ring,
+            slot,
+            generation,
+            batch: batch.id,
+            bytes: total,
+        })
     }
 
     /// Waits for the download `ticket` stands for (that transfer alone) and hands
@@ -358,10 +348,19 @@ impl StagingRing {
     pub fn wait<K: RingTicket>(&self, ticket: &K) -> Result<K::Landed<'_>> {
         ticket.landed_in(self)
     }
+
+    /// What a ticket names: this ring, and slot `k` at its current transfer, or no
+    /// slot (`None`: nothing was queued).
+    fn stamp(&self, k: Option<usize>) -> (u64, usize, u64) {
+        match k {
+            Some(k) => (self.id, k, self.slots[k].generation),
+            None => (self.id, usize::MAX, 0),
+        }
+    }
 }
 
 fn missing() -> Error {
-    crate::capacity::internal("ring slot not prepared")
+    crate::errors::internal("ring slot not prepared")
 }
 
 impl std::fmt::Debug for StagingRing {

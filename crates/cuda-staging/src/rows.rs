@@ -12,8 +12,8 @@
 
 use cuda_core::{Layout2d, Result};
 
-use crate::capacity::internal;
 use crate::copy::Copier;
+use crate::errors::internal;
 use crate::stores::streams;
 
 /// Copies `host`'s rows out of `src` (rows `host.pitch_bytes()` apart) into the

@@ -9,17 +9,15 @@
 //! (`upload` / `download` of a staged route are pipelined in chunks through the
 //! buffer's window instead: `pipeline.rs`.)
 
-use std::convert::Infallible;
-
 use cuda_core::{
-    Context, DeviceSlice2d, DeviceSlice2dMut, DeviceSliceMut, DeviceViewMut, Layout2d,
+    Context, DeviceSlice2d, DeviceSlice2dMut, DeviceSliceMut, DeviceViewMut, Error, Layout2d,
     PinnedBuffer, Result, Stream,
 };
 
-use crate::capacity::internal;
 use crate::copy::Copier;
 use crate::direction::Direction;
 use crate::elements::{cast_mut, check_transfer, no_bytes};
+use crate::errors::internal;
 use crate::fill::FillError;
 use crate::region_2d::{device_rows, region_len};
 use crate::trace::{SpanRoute, TransferSpan};
@@ -113,13 +111,13 @@ impl<'a> Move<'a> {
 /// An upload: `fill` writes the first `m.bytes` of the region, then `dma` queues
 /// their copy from it on `stream`, and the region ends it. When `fill` returns
 /// `Err` (the caller's error as [`FillError::Fill`]) nothing is queued or counted.
-pub(crate) fn upload<R: Region, E>(
+pub(crate) fn upload<R: Region, E: From<Error>>(
     region: &mut R,
     m: &Move<'_>,
     stream: &Stream,
-    fill: impl FnOnce(&mut [u8]) -> std::result::Result<(), FillError<E>>,
+    fill: impl FnOnce(&mut [u8]) -> std::result::Result<(), E>,
     dma: impl FnOnce(&PinnedBuffer<u8>) -> Result<()>,
-) -> std::result::Result<R::Turn, FillError<E>> {
+) -> std::result::Result<R::Turn, E> {
     let bytes = m.bytes;
     run(
         region,
@@ -202,21 +200,20 @@ pub(crate) fn download<R: Region>(
     stream: &Stream,
     dma: impl FnOnce(&mut PinnedBuffer<u8>) -> Result<()>,
 ) -> Result<R::Turn> {
-    run::<R, Infallible>(region, m, stream, |_| Ok(()), dma, |_| Ok(()))
-        .map_err(FillError::infallible)
+    run(region, m, stream, |_| Ok(()), dma, |_| Ok(()))
 }
 
 /// Every transfer through a region: its span, the region taken, `fill`, the DMA
 /// queued by `dma`, the region's end of it, `landed` (a copy out of what landed,
 /// inside the span), and the counters, once all of it succeeded.
-fn run<R: Region, E>(
+fn run<R: Region, E: From<Error>>(
     region: &mut R,
     m: &Move<'_>,
     stream: &Stream,
-    fill: impl FnOnce(&mut PinnedBuffer<u8>) -> std::result::Result<(), FillError<E>>,
+    fill: impl FnOnce(&mut PinnedBuffer<u8>) -> std::result::Result<(), E>,
     dma: impl FnOnce(&mut PinnedBuffer<u8>) -> Result<()>,
     landed: impl FnOnce(&mut R) -> Result<()>,
-) -> std::result::Result<R::Turn, FillError<E>> {
+) -> std::result::Result<R::Turn, E> {
     let mut span = m.span::<R>();
     let (pinned, turn) = region.take(m.bytes, stream.context())?;
     fill(pinned)?;
@@ -241,14 +238,9 @@ pub(crate) fn upload_rows<R: Region, T: StagingPod>(
     stream: &Stream,
     fill: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<R::Turn> {
-    upload::<R, Infallible>(
-        region,
-        m,
-        stream,
-        |p| Ok(fill(p)?),
-        |pinned| stream.memcpy_2d_htod(pinned, device.row_bytes(), &mut dst.as_bytes_2d_mut()),
-    )
-    .map_err(FillError::infallible)
+    upload(region, m, stream, fill, |pinned| {
+        stream.memcpy_2d_htod(pinned, device.row_bytes(), &mut dst.as_bytes_2d_mut())
+    })
 }
 
 /// A 2-D download: one 2-D DMA packs `src`'s rows into the region; `landed` then
@@ -263,7 +255,7 @@ pub(crate) fn download_rows<R: Region, T: StagingPod>(
     let dma = |pinned: &mut PinnedBuffer<u8>| {
         stream.memcpy_2d_dtoh(&src.as_bytes_2d(), pinned, device.row_bytes())
     };
-    run::<R, Infallible>(region, m, stream, |_| Ok(()), dma, landed).map_err(FillError::infallible)
+    run(region, m, stream, |_| Ok(()), dma, landed)
 }
 
 /// The error of a region shorter than it was made for: a bug of this crate.

@@ -1,5 +1,5 @@
-//! How a host copy writes its bytes into or out of pinned memory: [`CopyKind`], and
-//! the public [`copy_for_dma`].
+//! How a host copy writes its bytes into or out of pinned memory: ordinary or
+//! streaming stores ([`streams`]), and the public [`copy_for_dma`].
 //!
 //! Into pinned memory that the DMA engine reads next, uploads of 32 KiB and more use
 //! non-temporal (streaming) stores: bytes written with ordinary stores sit dirty in
@@ -43,31 +43,6 @@
 
 use crate::StagingPod;
 use cuda_core::{Error, Result};
-
-/// How a host copy writes its bytes and leaves its source.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CopyKind {
-    /// Ordinary loads and stores.
-    Plain,
-    /// Streaming stores (into pinned memory the DMA engine reads next).
-    Streaming,
-}
-
-impl CopyKind {
-    /// Copies `len` bytes this way.
-    ///
-    /// # Safety
-    /// 1. As [`copy`].
-    pub(crate) unsafe fn copy(self, dst: *mut u8, src: *const u8, len: usize) {
-        // SAFETY: condition 1 passes through.
-        unsafe {
-            match self {
-                CopyKind::Plain => copy(dst, src, len, false),
-                CopyKind::Streaming => copy(dst, src, len, true),
-            }
-        }
-    }
-}
 
 /// Copies `src` into `dst` the way [`StagingBuffer::upload`](crate::StagingBuffer::upload)
 /// writes its pinned memory: from 32 KiB with non-temporal (streaming) stores where

@@ -9,7 +9,7 @@ fn a_transfer_ends_on_every_exit_path() {
     assert_eq!(s.burst.last_end(), None);
     // An error returned early (a failed grow, a refused view).
     let before = Instant::now();
-    let r: Result<()> = s.in_transfer(|_| Err(crate::capacity::internal("refused")));
+    let r: Result<()> = s.in_transfer(|_| Err(crate::errors::internal("refused")));
     assert!(r.is_err());
     let first = s.burst.last_end().expect("the failed transfer ended");
     assert!(first >= before);

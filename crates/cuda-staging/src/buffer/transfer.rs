@@ -5,9 +5,9 @@
 use cuda_core::{DeviceView, DeviceViewMut, Result, Stream, WaitPolicy};
 
 use super::StagingBuffer;
-use crate::capacity::internal;
 use crate::copy::Copier;
 use crate::direction::Direction;
+use crate::errors::internal;
 use crate::pipeline::Stage;
 use crate::plan::{MAX_SLOTS, PIPELINE_WINDOW_BYTES};
 use crate::routing::{self, Decision, Host, Staged, Transfer};

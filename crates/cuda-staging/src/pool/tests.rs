@@ -27,7 +27,7 @@ fn copy_slices(
     pool: &Pool,
     dst: &mut [u8],
     src: &[u8],
-    kind: CopyKind,
+    streaming: bool,
     threads: usize,
     helpers: usize,
 ) {
@@ -39,7 +39,7 @@ fn copy_slices(
             dst.as_mut_ptr(),
             src.as_ptr(),
             src.len(),
-            kind,
+            streaming,
             share(threads, helpers),
         )
     }
@@ -91,12 +91,23 @@ fn pool_copies_every_byte_at_odd_sizes_and_offsets() {
             1 << 20,
             (1 << 20) + 13,
         ] {
-            for kind in [CopyKind::Streaming, CopyKind::Plain] {
+            for streaming in [true, false] {
                 for wake in [0, 3] {
                     let src: Vec<u8> = (0..len + 3).map(|i| (i * 7 + len) as u8).collect();
                     let mut dst = vec![0xAAu8; len + 5];
-                    copy_slices(pool, &mut dst[1..1 + len], &src[3..3 + len], kind, 4, wake);
-                    assert_eq!(&dst[1..1 + len], &src[3..3 + len], "len {len} {kind:?}");
+                    copy_slices(
+                        pool,
+                        &mut dst[1..1 + len],
+                        &src[3..3 + len],
+                        streaming,
+                        4,
+                        wake,
+                    );
+                    assert_eq!(
+                        &dst[1..1 + len],
+                        &src[3..3 + len],
+                        "len {len} streaming {streaming}"
+                    );
                     assert_eq!(dst[0], 0xAA);
                     assert_eq!(dst[1 + len], 0xAA);
                 }
@@ -115,14 +126,7 @@ fn parked_workers_and_many_generations_lose_nothing() {
             }
             let len = [48usize << 10, 1 << 20, 300_001][round % 3];
             let mut dst = vec![0u8; len];
-            copy_slices(
-                pool,
-                &mut dst,
-                &src[..len],
-                [CopyKind::Streaming, CopyKind::Plain][round % 2],
-                3,
-                round % 4,
-            );
+            copy_slices(pool, &mut dst, &src[..len], round % 2 == 0, 3, round % 4);
             assert_eq!(dst, &src[..len], "round {round}");
         }
     });
@@ -137,14 +141,7 @@ fn concurrent_copies_from_several_threads_all_land() {
                     let src: Vec<u8> = (0..(256usize << 10)).map(|i| (i * 3 + t) as u8).collect();
                     for round in 0..100 {
                         let mut dst = vec![0u8; src.len()];
-                        copy_slices(
-                            pool,
-                            &mut dst,
-                            &src,
-                            [CopyKind::Plain, CopyKind::Streaming][round % 2],
-                            4,
-                            round % 3,
-                        );
+                        copy_slices(pool, &mut dst, &src, round % 2 == 1, 4, round % 3);
                         assert_eq!(dst, src, "thread {t} round {round}");
                     }
                 });
@@ -161,7 +158,7 @@ fn a_copy_wakes_only_as_many_parked_workers_as_it_may_and_they_help() {
         let before = pool.stats();
         // Waking none: the caller copies alone, and no parked worker stirs.
         let mut dst = vec![0u8; src.len()];
-        copy_slices(pool, &mut dst, &src, CopyKind::Plain, 4, 0);
+        copy_slices(pool, &mut dst, &src, false, 4, 0);
         assert_eq!(dst, src);
         assert_eq!(pool.awake(), 0, "a copy that may wake nobody woke a worker");
         let after = pool.stats();
@@ -173,7 +170,7 @@ fn a_copy_wakes_only_as_many_parked_workers_as_it_may_and_they_help() {
         // one, about 5 ms) that the woken worker arrives while parts are left.
         let big: Vec<u8> = (0..(64usize << 20)).map(|i| (i * 11) as u8).collect();
         let mut out = vec![0u8; big.len()];
-        copy_slices(pool, &mut out, &big, CopyKind::Plain, 4, 1);
+        copy_slices(pool, &mut out, &big, false, 4, 1);
         assert!(out == big, "the copy that woke one worker");
         eventually("the woken worker parks again", || all_parked(pool));
         let woke = pool.stats();
@@ -192,7 +189,7 @@ fn an_idle_pool_parks_every_thread_once_the_copies_are_done() {
         let src: Vec<u8> = (0..(8usize << 20)).map(|i| (i * 3) as u8).collect();
         for _ in 0..20 {
             let mut dst = vec![0u8; src.len()];
-            copy_slices(pool, &mut dst, &src, CopyKind::Streaming, 4, 3);
+            copy_slices(pool, &mut dst, &src, true, 4, 3);
             assert!(dst == src);
         }
         let busy = pool.stats();
@@ -265,7 +262,7 @@ fn a_pool_of_size_zero_copies_on_the_callers_thread() {
     assert_eq!(pool.enlistable(), 0);
     let src: Vec<u8> = (0..(1usize << 20)).map(|i| (i * 17) as u8).collect();
     let mut dst = vec![0u8; src.len()];
-    copy_slices(&pool, &mut dst, &src, CopyKind::Plain, 8, 7);
+    copy_slices(&pool, &mut dst, &src, false, 8, 7);
     assert_eq!(dst, src);
     assert_eq!(pool.stats().threads_started, 0);
 }
@@ -302,7 +299,7 @@ fn places_nobody_took_are_taken_back() {
     let src: Vec<u8> = (0..(1usize << 20)).map(|i| (i * 19) as u8).collect();
     for _ in 0..3 * MAX_JOBS {
         let mut dst = vec![0u8; src.len()];
-        copy_slices(&pool, &mut dst, &src, CopyKind::Plain, 4, 1);
+        copy_slices(&pool, &mut dst, &src, false, 4, 1);
         assert_eq!(dst, src);
         assert_eq!(
             pool.pending.load(Ordering::SeqCst),
@@ -337,7 +334,7 @@ fn a_worker_counts_as_awake_while_it_helps() {
                 let src: Vec<u8> = (0..(8usize << 20)).map(|i| (i * 23) as u8).collect();
                 let mut dst = vec![0u8; src.len()];
                 while !stop.load(Ordering::Relaxed) {
-                    copy_slices(pool, &mut dst, &src, CopyKind::Plain, 2, 1);
+                    copy_slices(pool, &mut dst, &src, false, 2, 1);
                     assert!(dst == src);
                 }
             });
@@ -394,7 +391,7 @@ fn a_helper_copies_every_part_left_and_lingers_only_after_a_copy_that_asks() {
             src: src.as_ptr(),
             len: src.len(),
             per,
-            kind: CopyKind::Plain,
+            streaming: false,
             linger,
         };
         // SAFETY: we own slot 0, and its last publication (if any) was waited for

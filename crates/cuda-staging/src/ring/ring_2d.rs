@@ -3,8 +3,6 @@
 //! [`Ticket2d`] redeems a download as [`Rows`], packed in place, which copy out to
 //! the caller's pitch on request. A child module of `ring`, for its slots.
 
-use std::marker::PhantomData;
-
 use cuda_core::{DeviceSlice2d, DeviceSlice2dMut, Layout2d, Result, Stream};
 
 use super::tickets::{sealed, RingTicket};
@@ -119,21 +117,19 @@ impl StagingRing {
         let (width, height) = (src.width(), device.height());
         let len = region_len(op, width, height)?;
         let bytes = device.packed_bytes();
-        let mut ticket = Ticket {
-            ring: self.id,
-            slot: usize::MAX,
-            generation: 0,
-            len,
-            _elem: PhantomData,
-        };
+        let mut k = None;
         if bytes > 0 {
             let m = Move::new(op, Direction::DeviceToHost, bytes);
-            let k = staged::download_rows(self, &m, (src, &device), stream, |_| Ok(()))?;
-            ticket.slot = k;
-            ticket.generation = self.slots[k].generation;
+            k = Some(staged::download_rows(
+                self,
+                &m,
+                (src, &device),
+                stream,
+                |_| Ok(()),
+            )?);
         }
         Ok(Ticket2d {
-            ticket,
+            ticket: Ticket::new(self.stamp(k), len),
             width,
             height,
         })

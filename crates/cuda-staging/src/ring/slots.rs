@@ -1,12 +1,13 @@
 //! The ring's slots: taking the next one (free, and large enough), marking it queued,
 //! and handing out what landed in it.
 
-use cuda_core::{Context, Error, Event, PinnedBuffer, Result, Stream};
+use cuda_core::{Context, Event, PinnedBuffer, Result, Stream};
 
 use super::{missing, StagingRing};
 use crate::budget::BudgetedPinned;
 use crate::capacity::{grow_capacity, least_capacity};
 use crate::direction::Direction;
+use crate::errors::invalid;
 use crate::staged::Region;
 use crate::trace::SpanRoute;
 
@@ -18,10 +19,10 @@ impl StagingRing {
         if ring == self.id {
             Ok(())
         } else {
-            Err(Error::InvalidArgument {
-                op: "StagingRing::wait",
-                reason: "the ticket belongs to another ring".into(),
-            })
+            Err(invalid(
+                "StagingRing::wait",
+                "the ticket belongs to another ring",
+            ))
         }
     }
 
@@ -34,18 +35,19 @@ impl StagingRing {
         bytes: usize,
     ) -> Result<&[u8]> {
         self.check_ring(ring)?;
+        if bytes == 0 {
+            // Nothing was queued: no slot is named.
+            return Ok(&[]);
+        }
         let slot = self.slots.get(k).ok_or_else(missing)?;
         if slot.generation != generation {
-            return Err(Error::InvalidArgument {
-                op: "StagingRing::wait",
-                reason: format!(
-                    "stale ticket: slot {k} now holds transfer {} of the slot, the ticket \
-                     is for transfer {generation}; redeem tickets within {} transfers of \
-                     the ring",
-                    slot.generation,
-                    self.slots.len()
-                ),
-            });
+            let reason = format!(
+                "stale ticket: slot {k} now holds transfer {} of the slot, the ticket is for \
+                 transfer {generation}; redeem tickets within {} transfers of the ring",
+                slot.generation,
+                self.slots.len()
+            );
+            return Err(invalid("StagingRing::wait", reason));
         }
         if let Some(e) = &slot.event {
             // Queued a frame ago: its own DMA has had its time (`crate::waiting`).

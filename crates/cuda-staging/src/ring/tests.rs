@@ -1,5 +1,7 @@
 //! The ring's CPU tests: its configuration and its tickets' checks.
 
+use std::marker::PhantomData;
+
 use super::*;
 
 #[test]

@@ -22,6 +22,17 @@ pub struct Ticket<T> {
 }
 
 impl<T> Ticket<T> {
+    /// The ticket of `len` elements in what `stamp` names (`StagingRing::stamp`).
+    pub(super) fn new((ring, slot, generation): (u64, usize, u64), len: usize) -> Ticket<T> {
+        Ticket {
+            ring,
+            slot,
+            generation,
+            len,
+            _elem: PhantomData,
+        }
+    }
+
     /// Elements the download moves.
     pub fn len(&self) -> usize {
         self.len
@@ -81,16 +92,8 @@ impl RingTicket for BatchTicket {
     type Landed<'a> = Landed<'a>;
 
     fn landed_in<'a>(&self, ring: &'a StagingRing) -> Result<Landed<'a>> {
-        if self.bytes == 0 {
-            ring.check_ring(self.ring)?;
-            return Ok(Landed {
-                bytes: &[],
-                batch: self.batch,
-            });
-        }
-        let bytes = ring.landed(self.ring, self.slot, self.generation, self.bytes)?;
         Ok(Landed {
-            bytes,
+            bytes: ring.landed(self.ring, self.slot, self.generation, self.bytes)?,
             batch: self.batch,
         })
     }

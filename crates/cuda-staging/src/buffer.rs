@@ -10,7 +10,7 @@ use cuda_core::{
 };
 
 use crate::burst::Burst;
-use crate::capacity::Capacity;
+use crate::capacity::{Capacity, GROW_OP};
 use crate::config::StagingConfig;
 use crate::copy::Copier;
 use crate::direction::{Direction, PerDirection};
@@ -94,7 +94,7 @@ impl StagingBuffer {
             return Ok(());
         }
         // Before the context is even looked up: a refusal needs no driver.
-        self.capacity.check_budget(bytes, usize::MAX)?;
+        self.capacity.check_budget(GROW_OP, bytes, usize::MAX)?;
         let ctx = match self.capacity.context() {
             Some(c) => c.clone(),
             None => match Context::current() {
@@ -312,7 +312,7 @@ impl StagingBuffer {
     /// transfer's and the reservation is dropped, so later transfers grow as usual.
     pub(crate) fn grow(&mut self, bytes: usize, limit: usize, ctx: &Context) -> Result<()> {
         let bytes = bytes.max(std::mem::take(&mut self.reserved));
-        if let Some(new_cap) = self.capacity.ensure(bytes, limit, ctx)? {
+        if let Some(new_cap) = self.capacity.ensure(GROW_OP, (bytes, limit), ctx)? {
             self.stats.allocations += 1;
             self.stats.peak_capacity_bytes = self.stats.peak_capacity_bytes.max(new_cap);
         }

@@ -6,14 +6,14 @@ use crate::budget::BudgetedPinned;
 use crate::errors::internal;
 
 /// What a refused grow of a staging buffer's pinned memory names.
-const GROW_OP: &str = "StagingBuffer grow";
+pub(crate) const GROW_OP: &str = "StagingBuffer grow";
 
 /// Capacity growth rounds up to this.
 pub(crate) const GROW_GRANULE_BYTES: usize = 64 << 10;
 
 /// The growth policy: at least `required`, at least 1.5x the old capacity (so sizes
 /// creeping up by a few bytes do not re-pin each time), rounded up to 64 KiB.
-pub(crate) fn grow_capacity(old: usize, required: usize) -> Result<usize> {
+fn grow_capacity(old: usize, required: usize) -> Result<usize> {
     let overflow = || Error::SizeOverflow {
         op: "StagingBuffer grow",
         n: required,
@@ -31,7 +31,7 @@ pub(crate) fn grow_capacity(old: usize, required: usize) -> Result<usize> {
 /// The least a grow to hold `required` bytes pins when the growth policy's size
 /// (`preferred`) would pass the pinned-memory limit: `required` rounded up to
 /// [`GROW_GRANULE_BYTES`], at most `preferred`.
-pub(crate) fn least_capacity(required: usize, preferred: usize) -> usize {
+fn least_capacity(required: usize, preferred: usize) -> usize {
     required
         .checked_next_multiple_of(GROW_GRANULE_BYTES)
         .unwrap_or(required)
@@ -65,12 +65,12 @@ impl Capacity {
 
     /// Whether the pinned-memory limit leaves room for the grow that
     /// [`Capacity::ensure`] would make for `bytes` now; no driver call.
-    pub(crate) fn check_budget(&self, bytes: usize, limit: usize) -> Result<()> {
+    pub(crate) fn check_budget(&self, op: &'static str, bytes: usize, limit: usize) -> Result<()> {
         if bytes <= self.bytes() {
             return Ok(());
         }
         let (least, _) = self.grow_sizes(bytes, limit)?;
-        crate::budget::check(GROW_OP, least)
+        crate::budget::check(op, least)
     }
 
     /// Grows to at least `bytes` by the growth policy, but not past `limit` (unless
@@ -82,8 +82,8 @@ impl Capacity {
     /// leaves the old one in place and usable.
     pub(crate) fn ensure(
         &mut self,
-        bytes: usize,
-        limit: usize,
+        op: &'static str,
+        (bytes, limit): (usize, usize),
         ctx: &Context,
     ) -> Result<Option<usize>> {
         let cap = self.bytes();
@@ -91,10 +91,15 @@ impl Capacity {
             return Ok(None);
         }
         let (least, preferred) = self.grow_sizes(bytes, limit)?;
-        let new = BudgetedPinned::alloc_in(GROW_OP, ctx, least, preferred)?;
+        let new = BudgetedPinned::alloc_in(op, ctx, least, preferred)?;
         let new_cap = new.len();
         self.pinned = Some(new);
         Ok(Some(new_cap))
+    }
+
+    /// The pinned buffer, if any.
+    pub(crate) fn get(&self) -> Option<&PinnedBuffer<u8>> {
+        self.pinned.as_deref()
     }
 
     /// The pinned buffer (at least `bytes` long, as ensured before).

@@ -24,7 +24,7 @@ use cuda_core::{DeviceSlice, DeviceSliceMut, DeviceView, Error, Event, Result, S
 use crate::batch::DownloadBatch;
 #[cfg(doc)]
 use crate::batch::Landed;
-use crate::budget::BudgetedPinned;
+use crate::capacity::Capacity;
 use crate::config::RingConfig;
 use crate::copy::Copier;
 use crate::direction::Direction;
@@ -63,7 +63,7 @@ pub struct RingStats {
 #[derive(Default)]
 struct Slot {
     /// Counted against the process's pinned-memory budget (`crate::budget`).
-    pinned: Option<BudgetedPinned>,
+    pinned: Capacity,
     /// Recorded after the slot's last DMA.
     event: Option<Event>,
     /// The event was recorded and not yet seen complete.
@@ -158,10 +158,7 @@ impl StagingRing {
 
     /// Bytes pinned over all slots.
     pub fn capacity(&self) -> usize {
-        self.slots
-            .iter()
-            .map(|s| s.pinned.as_ref().map_or(0, |p| p.len()))
-            .sum()
+        self.slots.iter().map(|s| s.pinned.bytes()).sum()
     }
 
     /// Counters.
@@ -193,7 +190,8 @@ impl StagingRing {
     /// freed all the same.
     pub fn shrink_to_fit(&mut self) {
         for slot in &mut self.slots {
-            if slot.pinned.take().is_some() {
+            if slot.pinned.bytes() > 0 {
+                slot.pinned.release();
                 // Dropping it waited for its queued copies (its tracker) and freed it.
                 slot.in_flight = false;
                 slot.generation += 1;

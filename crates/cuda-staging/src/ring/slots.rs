@@ -4,8 +4,6 @@
 use cuda_core::{Context, Event, PinnedBuffer, Result, Stream};
 
 use super::{missing, StagingRing};
-use crate::budget::BudgetedPinned;
-use crate::capacity::{grow_capacity, least_capacity};
 use crate::direction::Direction;
 use crate::errors::invalid;
 use crate::staged::Region;
@@ -53,7 +51,7 @@ impl StagingRing {
             // Queued a frame ago: its own DMA has had its time (`crate::waiting`).
             e.synchronize_with(self.config.wait_policy)?;
         }
-        let pinned = slot.pinned.as_ref().ok_or_else(missing)?;
+        let pinned = slot.pinned.get().ok_or_else(missing)?;
         Ok(&pinned.as_slice()?[..bytes])
     }
 
@@ -64,21 +62,13 @@ impl StagingRing {
     pub(super) fn take_slot(&mut self, bytes: usize, ctx: &Context) -> Result<usize> {
         let k = self.next;
         let slot = &mut self.slots[k];
-        let cap = slot.pinned.as_ref().map_or(0, |p| p.len());
-        let grow = if bytes > cap {
-            let preferred = grow_capacity(cap, bytes)?;
-            let least = least_capacity(bytes, preferred);
-            // Refused by the pinned-memory limit before anything else: no wait for
-            // the slot, no counter, no driver call.
-            crate::budget::check(SLOT_GROW_OP, least)?;
-            Some((least, preferred))
-        } else {
-            None
-        };
+        // Refused by the pinned-memory limit before anything else: no wait for the
+        // slot, no counter, no driver call.
+        slot.pinned.check_budget(SLOT_GROW_OP, bytes, usize::MAX)?;
         if slot.in_flight {
             // Its DMA seen complete already (a wait since covered it, as the ring's
             // wait for a later download does): no driver call.
-            let seen_done = slot.pinned.as_ref().is_some_and(|p| p.is_idle());
+            let seen_done = slot.pinned.get().is_some_and(|p| p.is_idle());
             let done = seen_done || slot.event.as_ref().map_or(Ok(true), Event::query)?;
             if !done {
                 self.stats.slot_waits += 1;
@@ -92,15 +82,13 @@ impl StagingRing {
         // buffer), and before anything below can fail: a ticket of the slot's last
         // download is stale from here on, whatever happens next.
         slot.generation += 1;
-        if let Some((least, preferred)) = grow {
-            // The new buffer is pinned before the old one is released, so a refusal
-            // or a failed pin leaves the old one in place.
-            slot.pinned = Some(BudgetedPinned::alloc_in(
-                SLOT_GROW_OP,
-                ctx,
-                least,
-                preferred,
-            )?);
+        // The new buffer is pinned before the old one is released, so a refusal or a
+        // failed pin leaves the old one in place.
+        if slot
+            .pinned
+            .ensure(SLOT_GROW_OP, (bytes, usize::MAX), ctx)?
+            .is_some()
+        {
             self.stats.allocations += 1;
         }
         if !slot
@@ -136,7 +124,7 @@ impl Region for StagingRing {
 
     fn take(&mut self, bytes: usize, ctx: &Context) -> Result<(&mut PinnedBuffer<u8>, usize)> {
         let k = self.take_slot(bytes, ctx)?;
-        let pinned = self.slots[k].pinned.as_deref_mut().ok_or_else(missing)?;
+        let pinned = self.slots[k].pinned.buffer(bytes)?;
         Ok((pinned, k))
     }
 

@@ -61,6 +61,7 @@ pub const DEFAULT_FILES: &[&str] = &[
     "crates/cuda-core/src/device_buffer.rs",
     "crates/cuda-staging/src/buffer.rs",
     "crates/cuda-staging/src/buffer/transfer.rs",
+    "crates/cuda-staging/src/capacity.rs",
     "crates/cuda-staging/src/staged.rs",
     "crates/cuda-staging/src/pool.rs",
     "crates/cuda-staging/src/job.rs",

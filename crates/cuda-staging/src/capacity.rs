@@ -1,4 +1,4 @@
-//! The pinned memory a staging buffer holds, and how it grows.
+//! The pinned memory a staging buffer (or a ring slot) holds, and how it grows.
 
 use cuda_core::{Context, Error, PinnedBuffer, Result};
 
@@ -38,8 +38,8 @@ fn least_capacity(required: usize, preferred: usize) -> usize {
         .clamp(required, preferred.max(required))
 }
 
-/// The one pinned allocation of a staging buffer, counted against the process's
-/// pinned-memory budget (`crate::budget`).
+/// The one pinned allocation of a staging buffer or a ring slot, counted against the
+/// process's pinned-memory budget (`crate::budget`).
 #[derive(Debug, Default)]
 pub(crate) struct Capacity {
     pinned: Option<BudgetedPinned>,
@@ -64,7 +64,8 @@ impl Capacity {
     }
 
     /// Whether the pinned-memory limit leaves room for the grow that
-    /// [`Capacity::ensure`] would make for `bytes` now; no driver call.
+    /// [`Capacity::ensure`] would make for `bytes` now; no driver call. A refusal
+    /// names `op`.
     pub(crate) fn check_budget(&self, op: &'static str, bytes: usize, limit: usize) -> Result<()> {
         if bytes <= self.bytes() {
             return Ok(());
@@ -79,7 +80,7 @@ impl Capacity {
     /// Returns the new capacity when it pinned, `None` when the buffer was large
     /// enough. The new buffer is pinned before the old one is released, so a failure
     /// (the pinned-memory limit, checked before the driver is asked, or the driver's)
-    /// leaves the old one in place and usable.
+    /// leaves the old one in place and usable. A refusal names `op`.
     pub(crate) fn ensure(
         &mut self,
         op: &'static str,

@@ -110,7 +110,8 @@ impl<'a> Move<'a> {
 
 /// An upload: `fill` writes the first `m.bytes` of the region, then `dma` queues
 /// their copy from it on `stream`, and the region ends it. When `fill` returns
-/// `Err` (the caller's error as [`FillError::Fill`]) nothing is queued or counted.
+/// `Err` (for a caller's fill, its error as [`FillError::Fill`]) nothing is queued or
+/// counted.
 pub(crate) fn upload<R: Region, E: From<Error>>(
     region: &mut R,
     m: &Move<'_>,

@@ -24,7 +24,8 @@ impl StagingRing {
         }
     }
 
-    /// The first `bytes` of slot `k` once the transfer of `generation` landed.
+    /// The first `bytes` of slot `k` once the transfer of `generation` landed; with
+    /// `bytes == 0` (nothing was queued) an empty slice, naming no slot.
     pub(crate) fn landed(
         &self,
         ring: u64,

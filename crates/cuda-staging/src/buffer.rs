@@ -312,7 +312,7 @@ impl StagingBuffer {
     /// transfer's and the reservation is dropped, so later transfers grow as usual.
     pub(crate) fn grow(&mut self, bytes: usize, limit: usize, ctx: &Context) -> Result<()> {
         let bytes = bytes.max(std::mem::take(&mut self.reserved));
-        if let Some(new_cap) = self.capacity.ensure(GROW_OP, (bytes, limit), ctx)? {
+        if let Some(new_cap) = self.capacity.ensure(GROW_OP, bytes, limit, ctx)? {
             self.stats.allocations += 1;
             self.stats.peak_capacity_bytes = self.stats.peak_capacity_bytes.max(new_cap);
         }

@@ -12,10 +12,11 @@ pub(crate) const GROW_OP: &str = "StagingBuffer grow";
 pub(crate) const GROW_GRANULE_BYTES: usize = 64 << 10;
 
 /// The growth policy: at least `required`, at least 1.5x the old capacity (so sizes
-/// creeping up by a few bytes do not re-pin each time), rounded up to 64 KiB.
-fn grow_capacity(old: usize, required: usize) -> Result<usize> {
+/// creeping up by a few bytes do not re-pin each time), rounded up to 64 KiB. An
+/// overflow names `op`.
+fn grow_capacity(op: &'static str, old: usize, required: usize) -> Result<usize> {
     let overflow = || Error::SizeOverflow {
-        op: "StagingBuffer grow",
+        op,
         n: required,
         elem_bytes: 1,
     };
@@ -58,8 +59,8 @@ impl Capacity {
 
     /// The least and the preferred size of a grow to hold `bytes` (see
     /// [`Capacity::ensure`]).
-    fn grow_sizes(&self, bytes: usize, limit: usize) -> Result<(usize, usize)> {
-        let preferred = grow_capacity(self.bytes(), bytes)?.min(limit.max(bytes));
+    fn grow_sizes(&self, op: &'static str, bytes: usize, limit: usize) -> Result<(usize, usize)> {
+        let preferred = grow_capacity(op, self.bytes(), bytes)?.min(limit.max(bytes));
         Ok((least_capacity(bytes, preferred), preferred))
     }
 
@@ -70,7 +71,7 @@ impl Capacity {
         if bytes <= self.bytes() {
             return Ok(());
         }
-        let (least, _) = self.grow_sizes(bytes, limit)?;
+        let (least, _) = self.grow_sizes(op, bytes, limit)?;
         crate::budget::check(op, least)
     }
 
@@ -84,14 +85,15 @@ impl Capacity {
     pub(crate) fn ensure(
         &mut self,
         op: &'static str,
-        (bytes, limit): (usize, usize),
+        bytes: usize,
+        limit: usize,
         ctx: &Context,
     ) -> Result<Option<usize>> {
         let cap = self.bytes();
         if bytes <= cap {
             return Ok(None);
         }
-        let (least, preferred) = self.grow_sizes(bytes, limit)?;
+        let (least, preferred) = self.grow_sizes(op, bytes, limit)?;
         let new = BudgetedPinned::alloc_in(op, ctx, least, preferred)?;
         let new_cap = new.len();
         self.pinned = Some(new);
@@ -123,33 +125,41 @@ mod tests {
 
     #[test]
     fn growth_is_at_least_required_and_one_and_a_half_times() {
-        assert_eq!(grow_capacity(0, 1).unwrap(), 64 << 10);
-        assert_eq!(grow_capacity(0, 150_528).unwrap(), 192 << 10);
+        assert_eq!(grow_capacity(GROW_OP, 0, 1).unwrap(), 64 << 10);
+        assert_eq!(grow_capacity(GROW_OP, 0, 150_528).unwrap(), 192 << 10);
         // Creeping by a few bytes re-pins far less than once per step.
-        let mut cap = grow_capacity(0, 150_528).unwrap();
+        let mut cap = grow_capacity(GROW_OP, 0, 150_528).unwrap();
         let mut grows = 0;
         for extra in (0..200_000).step_by(16) {
             let want = 150_528 + extra;
             if want > cap {
-                cap = grow_capacity(cap, want).unwrap();
+                cap = grow_capacity(GROW_OP, cap, want).unwrap();
                 grows += 1;
             }
         }
         assert!(grows <= 3, "{grows} grows");
         assert!(cap >= 350_528);
-        assert_eq!(grow_capacity(1 << 20, (1 << 20) + 1).unwrap(), 3 << 19);
-        assert_eq!(grow_capacity(1 << 20, 8 << 20).unwrap(), 8 << 20);
+        assert_eq!(
+            grow_capacity(GROW_OP, 1 << 20, (1 << 20) + 1).unwrap(),
+            3 << 19
+        );
+        assert_eq!(grow_capacity(GROW_OP, 1 << 20, 8 << 20).unwrap(), 8 << 20);
     }
 
     #[test]
     fn growth_near_usize_max_is_an_error_not_a_panic() {
+        // The error names the operation that grew: a buffer's or a ring slot's.
         assert!(matches!(
-            grow_capacity(0, usize::MAX),
-            Err(Error::SizeOverflow { .. })
+            grow_capacity("StagingRing slot grow", 0, usize::MAX),
+            Err(Error::SizeOverflow {
+                op: "StagingRing slot grow",
+                n: usize::MAX,
+                elem_bytes: 1
+            })
         ));
         let big = usize::MAX / 4 * 3;
         assert_eq!(
-            grow_capacity(big, big + 1).unwrap(),
+            grow_capacity(GROW_OP, big, big + 1).unwrap(),
             (big + 1).next_multiple_of(64 << 10)
         );
     }
@@ -174,7 +184,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn growth_policy_holds_for_any_sizes(old in 0usize..(1 << 44), required in proptest::prelude::any::<usize>()) {
-            match grow_capacity(old, required) {
+            match grow_capacity(GROW_OP, old, required) {
                 Ok(cap) => {
                     proptest::prop_assert!(cap >= required);
                     proptest::prop_assert_eq!(cap % GROW_GRANULE_BYTES, 0);

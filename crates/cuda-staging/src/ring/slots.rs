@@ -87,7 +87,7 @@ impl StagingRing {
         // failed pin leaves the old one in place.
         if slot
             .pinned
-            .ensure(SLOT_GROW_OP, (bytes, usize::MAX), ctx)?
+            .ensure(SLOT_GROW_OP, bytes, usize::MAX, ctx)?
             .is_some()
         {
             self.stats.allocations += 1;

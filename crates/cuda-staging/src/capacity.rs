@@ -181,6 +181,26 @@ mod tests {
         assert!(c.buffer(0).is_err(), "nothing pinned yet");
     }
 
+    #[test]
+    #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+    fn a_grown_capacity_hands_out_no_more_than_it_holds_in_its_context() {
+        let ctx = Context::new(0).expect("this test needs CUDA device 0");
+        let mut c = Capacity::default();
+        let granule = GROW_GRANULE_BYTES;
+        assert_eq!(
+            c.ensure(GROW_OP, 100, usize::MAX, &ctx).unwrap(),
+            Some(granule)
+        );
+        assert_eq!(c.bytes(), granule);
+        assert!(c.context().is_some_and(|x| x.same_as(&ctx)));
+        assert_eq!(c.ensure(GROW_OP, granule, usize::MAX, &ctx).unwrap(), None);
+        assert_eq!(c.buffer(granule).unwrap().len(), granule);
+        assert!(c.buffer(granule + 1).is_err(), "a short buffer is an error");
+        c.release();
+        assert_eq!(c.bytes(), 0);
+        assert!(c.get().is_none());
+    }
+
     proptest::proptest! {
         #[test]
         fn growth_policy_holds_for_any_sizes(old in 0usize..(1 << 44), required in proptest::prelude::any::<usize>()) {

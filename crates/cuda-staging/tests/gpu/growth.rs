@@ -163,6 +163,45 @@ fn reserving_before_any_context_is_current_pins_at_the_first_transfer() {
     .expect("the test's thread");
 }
 
+/// `reserve` on a buffer that holds pinned memory grows at once, in that memory's
+/// context, also on a thread where no context is current: it does not wait for the
+/// next transfer as a buffer with nothing pinned does.
+#[test]
+#[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
+fn reserve_grows_in_the_pinned_memorys_context_on_a_thread_without_one() {
+    let (_ctx, stream) = gpu();
+    let mut devs = seed_shape_buffers();
+    let mut staging = StagingBuffer::new();
+    let n = devs[0].len();
+    staging
+        .upload_with(&mut devs[0], n, &stream, |d| fill_pattern(d, 1))
+        .expect("first upload_with");
+    let before = staging.capacity();
+    let want = 8 << 20;
+    assert!(before > 0 && before < want, "pinned {before} B first");
+    let mut staging = std::thread::spawn(move || {
+        assert!(
+            matches!(Context::current(), Err(Error::NoContext)),
+            "a new thread has no context current"
+        );
+        staging.reserve(want).expect("reserve");
+        assert!(
+            staging.capacity() >= want,
+            "pinned at once: {} B",
+            staging.capacity()
+        );
+        staging
+    })
+    .join()
+    .expect("the reserving thread");
+    assert_eq!(staging.stats().allocations, 2);
+    // The memory is the context's own: every seed shape moves through it here.
+    for frame in 0..3 {
+        seed_frame(&mut staging, &mut devs, &stream, frame);
+    }
+    assert_eq!(staging.stats().allocations, 2, "nothing more pinned");
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU: run with cargo xtask test-gpu"]
 fn growth_happens_only_on_a_larger_size_and_shrink_repins() {

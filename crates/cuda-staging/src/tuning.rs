@@ -95,6 +95,12 @@ pub(crate) const BACK_TO_BACK_HELPER_BYTES: usize = 512 << 10;
 /// beside busy threads. Downloads in one piece (up to 512 KiB) stay staged: in that
 /// run they ran at 0.92-1.12 times the driver's speed after gaps, 1.09 at the median
 /// of the twelve cells.
+///
+/// With the rule off (`driver_after_gap: false`; `cargo xtask bench --ab` at 16f66a8
+/// on an H100 host, 4 rounds), downloads of 4915200 B ran 1.30 and 1.51 times as
+/// long after 2 ms and 16 ms sleeps, for 1.36 and 1.52 times the CPU, and of 1 MiB
+/// 1.25 times after 16 ms; beside 15 busy threads 1 MiB ran 0.87 (down) and 0.89
+/// (up) times as long.
 pub(crate) const DRIVER_AFTER_GAP_MIN_BYTES: PerDirection<usize> = PerDirection {
     upload: 0,
     download: (512 << 10) + 1,

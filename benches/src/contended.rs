@@ -34,7 +34,7 @@ use crate::cpu_time::{self, CpuTally};
 use crate::frame_loop::FrameLoop;
 use crate::frames::{FrameColumn, FrameSettings, Scenario};
 use crate::neighbours::Neighbours;
-use crate::records::{ContendedRecord, FrameRecord};
+use crate::records::{ContendedRecord, FrameRecord, Routes};
 use crate::stats::Summary;
 use crate::Direction;
 
@@ -75,6 +75,9 @@ pub struct Block {
     /// The neighbours' iterations over the block's wall time, per second; `None`
     /// without neighbours.
     pub neighbour_rate: Option<f64>,
+    /// The column's calls by route over the block; `None` for a baseline block and
+    /// the driver's columns.
+    pub routes: Option<Routes>,
 }
 
 impl Block {
@@ -149,7 +152,8 @@ pub fn run(
                 let cpu = less_idle(b.cpu_us(), idle);
                 records.push(ContendedRecord {
                     cell: FrameRecord::new(scenario, direction, bytes, column, &s, cpu)
-                        .with_idle_cpu(idle),
+                        .with_idle_cpu(idle)
+                        .with_routes(b.routes),
                     neighbours: neighbours.count() as u64,
                     neighbour_throughput: throughput(b.neighbour_rate, &baselines),
                 });
@@ -181,6 +185,7 @@ fn block(
 ) -> Result<Block, Error> {
     let frames = settings.warmup_reps + settings.contended_frames;
     let mut samples = Vec::with_capacity(settings.contended_frames);
+    let routes_before = column.and_then(|c| fl.routes(c));
     let before = neighbours.read();
     let process_before = cpu_time::process_cpu();
     neighbours.resume();
@@ -210,6 +215,7 @@ fn block(
             wall,
             neighbours.count(),
         ),
+        routes: Routes::between(routes_before, column.and_then(|c| fl.routes(c))),
     })
 }
 
@@ -250,6 +256,7 @@ mod tests {
             cpu: Some(Duration::from_micros(106 * 40)),
             frames: 106,
             neighbour_rate: None,
+            routes: None,
         };
         assert_eq!(b.cpu_us(), Some(40.0));
         assert_eq!(Block { cpu: None, ..b }.cpu_us(), None);

@@ -39,7 +39,7 @@ use crate::cells::cell_name;
 use crate::cpu_time::{self, CpuTally};
 use crate::frames::{FrameColumn, FrameSettings, Gap, Scenario, CELL_QUIET};
 use crate::gap::GapRunner;
-use crate::records::FrameRecord;
+use crate::records::{FrameRecord, Routes};
 use crate::stats::Summary;
 use crate::{compare, dtoh_pageable_async, fill_pattern, htod_pageable_async, Direction, Gpu};
 
@@ -234,6 +234,17 @@ impl<'g> FrameLoop<'g> {
         compare(seen, expected)
     }
 
+    /// `column`'s calls by route so far; `None` for the driver's columns.
+    pub(crate) fn routes(&self, column: FrameColumn) -> Option<Routes> {
+        let staging = self.columns[column.index()].staging.as_ref()?;
+        Some(Routes::of(&staging.stats()))
+    }
+
+    /// Every column's calls by route so far ([`FrameLoop::routes`]).
+    fn all_routes(&self) -> [Option<Routes>; FrameColumn::ALL.len()] {
+        FrameColumn::ALL.map(|column| self.routes(column))
+    }
+
     /// Pinned allocations of every staging column so far.
     pub(crate) fn allocations(&self) -> u64 {
         self.columns
@@ -274,8 +285,10 @@ impl<'g> FrameLoop<'g> {
                         direction.label()
                     )
                 };
+                let before = self.all_routes();
                 self.gap_loop(gap, &FrameColumn::ALL, direction, i, &mut cell)
                     .map_err(|(column, e)| format!("{}: {e}", what(column)))?;
+                let after = self.all_routes();
                 std::thread::sleep(CELL_QUIET);
                 for column in FrameColumn::ALL {
                     let s = Summary::of(&mut cell.samples[column.index()]).ok_or("no samples")?;
@@ -288,7 +301,11 @@ impl<'g> FrameLoop<'g> {
                             &s,
                             cell.cpu[column.index()].mean_us(),
                         )
-                        .with_idle_cpu(cell.idle.map(|d| d.as_secs_f64() * 1e6)),
+                        .with_idle_cpu(cell.idle.map(|d| d.as_secs_f64() * 1e6))
+                        .with_routes(Routes::between(
+                            before[column.index()],
+                            after[column.index()],
+                        )),
                     );
                 }
                 progress(&format!(

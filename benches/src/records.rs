@@ -26,11 +26,14 @@
 //! ([`crate::cpu_time`]). `neighbour_throughput` (`contended` only) is the neighbour
 //! threads' work per second during the column's block over that during blocks
 //! without transfers; `null` with no neighbours (a one-core machine).
+//! `driver_routed` (the staging columns of the first two shapes) is the share of the
+//! column's calls over the cell that went to the driver's own path ([`Routes`]).
 //!
 //! The `scaling` records and their log table are in [`crate::scaling`].
 
 use std::path::{Path, PathBuf};
 
+use cuda_staging::StagingStats;
 use serde::Serialize;
 
 use crate::frames::FrameColumn;
@@ -70,6 +73,12 @@ pub struct FrameRecord {
     pub idle_cpu_us: Option<f64>,
     /// Timed calls.
     pub samples: u64,
+    /// For the staging columns: the share of the cell's `upload` / `download` calls
+    /// (warm-up included) that went to the driver's own path
+    /// (`StagingStats::direct_transfers`), which says which route `copy-in` took;
+    /// absent for the driver's columns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_routed: Option<f64>,
 }
 
 impl FrameRecord {
@@ -92,6 +101,7 @@ impl FrameRecord {
             cpu_us,
             idle_cpu_us: None,
             samples: s.samples as u64,
+            driver_routed: None,
         }
     }
 
@@ -101,6 +111,50 @@ impl FrameRecord {
             idle_cpu_us,
             ..self
         }
+    }
+
+    /// The same, noting `driver_routed` (see the field) from a staging column's
+    /// `routes` over the cell (`None` for the driver's columns).
+    pub fn with_routes(self, routes: Option<Routes>) -> FrameRecord {
+        FrameRecord {
+            driver_routed: routes.and_then(|r| r.driver_share()),
+            ..self
+        }
+    }
+}
+
+/// A staging column's `upload` / `download` calls by route, as its buffer's
+/// [`StagingStats`] counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Routes {
+    /// Calls that went to the driver's own path.
+    pub driver: u64,
+    /// Every call counted: staged, the driver's path and page-locked.
+    pub calls: u64,
+}
+
+impl Routes {
+    /// The counts in `stats`.
+    pub fn of(stats: &StagingStats) -> Routes {
+        Routes {
+            driver: stats.direct_transfers,
+            calls: stats.staged_transfers + stats.direct_transfers + stats.pinned_source_transfers,
+        }
+    }
+
+    /// The calls counted between two readings of the same buffer; `None` where
+    /// either is (a driver's column).
+    pub fn between(before: Option<Routes>, after: Option<Routes>) -> Option<Routes> {
+        let (before, after) = (before?, after?);
+        Some(Routes {
+            driver: after.driver.saturating_sub(before.driver),
+            calls: after.calls.saturating_sub(before.calls),
+        })
+    }
+
+    /// The share of the calls that went to the driver's path; `None` without calls.
+    pub fn driver_share(self) -> Option<f64> {
+        (self.calls > 0).then(|| self.driver as f64 / self.calls as f64)
     }
 }
 
@@ -203,6 +257,56 @@ mod tests {
         let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         k.sort_unstable();
         k
+    }
+
+    #[test]
+    fn a_staging_column_notes_the_share_of_its_calls_the_driver_took_over_the_cell() {
+        let stats = |staged, direct, pinned| StagingStats {
+            staged_transfers: staged,
+            direct_transfers: direct,
+            pinned_source_transfers: pinned,
+            ..StagingStats::default()
+        };
+        // 3 calls before the cell; over it, 8 staged and 2 to the driver.
+        let before = Some(Routes::of(&stats(2, 1, 0)));
+        let after = Some(Routes::of(&stats(10, 3, 0)));
+        let over = Routes::between(before, after);
+        assert_eq!(
+            over,
+            Some(Routes {
+                driver: 2,
+                calls: 10
+            })
+        );
+        assert_eq!(over.and_then(Routes::driver_share), Some(0.2));
+        // Page-locked calls count as calls, not as the driver's.
+        let pinned = Routes::between(Some(Routes::default()), Some(Routes::of(&stats(0, 1, 3))));
+        assert_eq!(pinned.and_then(Routes::driver_share), Some(0.25));
+        // No calls, or a driver's column (no buffer): nothing to note.
+        assert_eq!(
+            Routes::between(before, before).and_then(Routes::driver_share),
+            None
+        );
+        assert_eq!(Routes::between(None, after), None);
+        assert_eq!(Routes::between(before, None), None);
+
+        let record = |routes| {
+            let r = FrameRecord::new(
+                "contended",
+                Direction::HostToDevice,
+                1 << 20,
+                FrameColumn::CopyIn,
+                &summary(130, 200, 100),
+                Some(140.0),
+            )
+            .with_routes(routes);
+            serde_json::to_value(r).unwrap()
+        };
+        assert_eq!(record(over)["driver_routed"].as_f64(), Some(0.2));
+        assert!(
+            record(None).get("driver_routed").is_none(),
+            "absent, not null"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::cells::cell_name;
 use crate::cpu_time::{self, CpuTally};
 use crate::frame_loop::FrameLoop;
 use crate::frames::{FrameColumn, FrameSettings, Scenario};
-use crate::records::FrameRecord;
+use crate::records::{FrameRecord, Routes};
 use crate::stats::Summary;
 use crate::Direction;
 
@@ -52,6 +52,7 @@ pub fn run(
             }
             let mut cell = Vec::new();
             for column in FrameColumn::ALL {
+                let routes_before = fl.routes(column);
                 let (mut samples, cpu) =
                     block(fl, column, direction, i, settings).map_err(|e| {
                         format!(
@@ -60,16 +61,13 @@ pub fn run(
                             direction.label()
                         )
                     })?;
+                let routes = Routes::between(routes_before, fl.routes(column));
                 std::thread::sleep(TIGHT_LOOP_QUIET);
                 let s = Summary::of(&mut samples).ok_or("no samples")?;
-                cell.push(FrameRecord::new(
-                    scenario,
-                    direction,
-                    bytes,
-                    column,
-                    &s,
-                    cpu.mean_us(),
-                ));
+                cell.push(
+                    FrameRecord::new(scenario, direction, bytes, column, &s, cpu.mean_us())
+                        .with_routes(routes),
+                );
             }
             cell.sort_by_key(|r| FrameColumn::ALL.iter().position(|c| c.name() == r.column));
             records.extend(cell);

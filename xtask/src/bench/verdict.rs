@@ -15,12 +15,14 @@ use crate::render::{Record, Results, ScenarioRecord, BACK_TO_BACK};
 pub const SAME_WITHIN: f64 = 0.03;
 
 /// One column's numbers in one run: median, 99th percentile and CPU per frame or
-/// call, in µs.
+/// call, in µs, and for a staging column of a frame scenario the share of its calls
+/// that took the driver's path (the records' `driver_routed`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Measure {
     pub p50_us: f64,
     pub p99_us: Option<f64>,
     pub cpu_us: Option<f64>,
+    pub driver_routed: Option<f64>,
 }
 
 /// What one build measured in one round, by (cell, column).
@@ -58,7 +60,7 @@ pub fn run_of(results: &Results) -> Run {
             Measure {
                 p50_us: *median_us,
                 p99_us: *p99_us,
-                cpu_us: None,
+                ..Measure::default()
             },
         );
     }
@@ -72,6 +74,7 @@ pub fn run_of(results: &Results) -> Run {
             p50_us,
             p99_us,
             cpu_us,
+            other,
             ..
         } = r;
         let Some(p50) = median_us.or(*p50_us) else {
@@ -86,6 +89,7 @@ pub fn run_of(results: &Results) -> Run {
                 p50_us: p50,
                 p99_us: *p99_us,
                 cpu_us: *cpu_us,
+                driver_routed: other.get("driver_routed").and_then(|v| v.as_f64()),
             },
         );
     }
@@ -193,6 +197,7 @@ pub struct Side {
     pub p50_us: f64,
     pub p99_us: Option<f64>,
     pub cpu_us: Option<f64>,
+    pub driver_routed: Option<f64>,
 }
 
 /// One cell and column of the comparison.
@@ -244,6 +249,7 @@ pub fn compare(rounds: &[(Run, Run)]) -> (Vec<Row>, Vec<String>) {
             p50_us: median(ms.iter().map(|m| m.p50_us)).unwrap_or(f64::NAN),
             p99_us: median(ms.iter().filter_map(|m| m.p99_us)),
             cpu_us: median(ms.iter().filter_map(|m| m.cpu_us)),
+            driver_routed: median(ms.iter().filter_map(|m| m.driver_routed)),
         }
     };
     let mut rows = Vec::new();
@@ -351,6 +357,25 @@ fn ratio_text(r: Option<&Ratio>) -> String {
     )
 }
 
+/// A row whose share of calls on the driver's path differs between the builds by
+/// [`ROUTE_MOVED`] or more, as `cell column A% -> B%`.
+fn route_moved(r: &Row) -> Option<String> {
+    let (a, b) = (r.a.driver_routed?, r.b.driver_routed?);
+    ((a - b).abs() >= ROUTE_MOVED).then(|| {
+        format!(
+            "{} {} {:.0}% -> {:.0}%",
+            r.cell,
+            r.column,
+            a * 100.0,
+            b * 100.0
+        )
+    })
+}
+
+/// A route share that moved by this much between the builds is listed under the
+/// table: a change of route explains a row's verdict.
+const ROUTE_MOVED: f64 = 0.05;
+
 /// The comparison as a markdown table, one row per cell and column, then the
 /// columns measured by one build only, then the summary line.
 pub fn table(rows: &[Row], missing: &[String]) -> String {
@@ -389,6 +414,14 @@ pub fn table(rows: &[Row], missing: &[String]) -> String {
             r.cpu.as_ref().map_or_else(|| "-".into(), Verdict::label),
         );
     }
+    let moved: Vec<String> = rows.iter().filter_map(route_moved).collect();
+    if !moved.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nroutes that moved (the share of calls on the driver's path, A -> B): {}",
+            moved.join(", ")
+        );
+    }
     if !missing.is_empty() {
         let _ = writeln!(
             out,
@@ -409,6 +442,7 @@ mod tests {
             p50_us: p50,
             p99_us: Some(p50 * 1.5),
             cpu_us: cpu,
+            driver_routed: None,
         }
     }
 
@@ -547,6 +581,59 @@ mod tests {
     }
 
     #[test]
+    fn a_route_that_moved_between_the_builds_is_listed_under_the_table() {
+        let record = |column: &str, share: f64| {
+            format!(
+                r#"{{"scenario": "sleep-16ms", "direction": "D2H", "bytes": 1048576,
+                     "column": "{column}", "median_us": 150.0, "p99_us": 200.0,
+                     "cpu_us": 160.0, "driver_routed": {share}}}"#
+            )
+        };
+        let run = |copy_in: f64| {
+            run_of(&Results {
+                back_to_back: Vec::new(),
+                scenarios: serde_json::from_str(&format!(
+                    "[{}, {}]",
+                    record("copy-in", copy_in),
+                    record("resident", 0.0)
+                ))
+                .unwrap(),
+            })
+        };
+        let cell = ("sleep-16ms/D2H/1048576".to_string(), "copy-in".to_string());
+        assert_eq!(run(1.0)[&cell].driver_routed, Some(1.0));
+        // copy-in went to the driver in every call with A, in 2% of them with B (the
+        // median over the rounds); resident stayed staged.
+        let moved = vec![
+            (run(1.0), run(0.0)),
+            (run(1.0), run(0.02)),
+            (run(0.9), run(0.04)),
+        ];
+        let (rows, _) = compare(&moved);
+        let copy_in = row(&rows, "copy-in");
+        assert_eq!(copy_in.a.driver_routed, Some(1.0));
+        assert_eq!(copy_in.b.driver_routed, Some(0.02));
+        let table = table(&rows, &[]);
+        assert!(
+            table.contains(
+                "routes that moved (the share of calls on the driver's path, A -> B): \
+                 sleep-16ms/D2H/1048576 copy-in 100% -> 2%\n"
+            ),
+            "{table}"
+        );
+        assert!(!table.contains("resident 0%"), "{table}");
+        // Under the threshold, or with no route on record: nothing listed.
+        let (rows, _) = compare(&[(run(0.5), run(0.54))]);
+        assert!(!table_of(&rows).contains("routes that moved"));
+        let (rows, _) = compare(&rounds(&[(100.0, 100.0)], &[(50.0, 60.0)]));
+        assert!(!table_of(&rows).contains("routes that moved"));
+    }
+
+    fn table_of(rows: &[Row]) -> String {
+        table(rows, &[])
+    }
+
+    #[test]
     fn records_become_cells_as_the_benches_name_them() {
         let results = Results {
             back_to_back: vec![Record {
@@ -586,7 +673,8 @@ mod tests {
             Measure {
                 p50_us: 1100.0,
                 p99_us: Some(1300.0),
-                cpu_us: Some(800.0)
+                cpu_us: Some(800.0),
+                driver_routed: None,
             }
         );
         assert_eq!(control_column("pipeline"), Some("pageable-sync"));

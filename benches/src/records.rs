@@ -73,10 +73,11 @@ pub struct FrameRecord {
     pub idle_cpu_us: Option<f64>,
     /// Timed calls.
     pub samples: u64,
-    /// For the staging columns: the share of the cell's `upload` / `download` calls
-    /// (warm-up included) that went to the driver's own path
-    /// (`StagingStats::direct_transfers`), which says which route `copy-in` took;
-    /// absent for the driver's columns.
+    /// For the staging columns: the share of the cell's calls (warm-up included) that
+    /// went to the driver's own path (`StagingStats::direct_transfers`), which says
+    /// which route `copy-in` (`upload` / `download`) took; always 0 for `resident`
+    /// (`upload_with` / `download_into` are always staged). Absent for the driver's
+    /// columns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub driver_routed: Option<f64>,
 }
